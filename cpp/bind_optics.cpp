@@ -1,0 +1,118 @@
+// Bindings for the thin-phase optics kernels: arrays in, arrays out, GIL released while computing.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+
+#include "common.hpp"
+#include "convolve.hpp"
+#include "fft.hpp"
+#include "psf.hpp"
+#include "pupil.hpp"
+
+namespace py = pybind11;
+using carray = py::array_t<std::complex<double>, py::array::c_style | py::array::forcecast>;
+using darray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+namespace {
+
+void require(bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(what);
+}
+
+}  // namespace
+
+void register_runtime(py::module_& m) {
+#ifdef ICL_FFTW_THREADS
+    fftw_make_planner_thread_safe();  // other FFTW users in this process may plan concurrently
+#endif
+    m.def("num_threads", &icl::num_threads, "Worker threads used by the kernels.");
+    m.def("set_num_threads", &icl::set_num_threads, py::arg("n"),
+          "Set the worker threads (results do not depend on this number).");
+    m.def("set_planner_measure", [](bool measure) { icl::set_planner_effort(measure ? FFTW_MEASURE : FFTW_ESTIMATE); },
+          py::arg("measure"), "Plan new FFTs with FFTW_MEASURE (True) or FFTW_ESTIMATE (False).");
+    m.def("import_wisdom", [](const std::string& s) { return icl::import_wisdom(s.c_str()); }, py::arg("text"));
+    m.def("export_wisdom", &icl::export_wisdom);
+    m.def("fast_length", &icl::fast_length, py::arg("n"), "Smallest 7-smooth integer >= n.");
+}
+
+void register_optics(py::module_& m) {
+    py::enum_<icl::HoleMode>(m, "HoleMode")
+        .value("clear", icl::HoleMode::clear)
+        .value("black", icl::HoleMode::black)
+        .value("index_matched", icl::HoleMode::index_matched);
+
+    py::class_<icl::PupilParams>(m, "PupilParams", "Thin-phase pupil parameters in SI units (m, D, rad).")
+        .def(py::init<>())
+        .def_readwrite("pupil_diameter", &icl::PupilParams::pupil_diameter)
+        .def_readwrite("pupil_cu", &icl::PupilParams::pupil_cu)
+        .def_readwrite("pupil_cv", &icl::PupilParams::pupil_cv)
+        .def_readwrite("eye_excess", &icl::PupilParams::eye_excess)
+        .def_readwrite("icl_present", &icl::PupilParams::icl_present)
+        .def_readwrite("icl_power", &icl::PupilParams::icl_power)
+        .def_readwrite("cyl_power", &icl::PupilParams::cyl_power)
+        .def_readwrite("cyl_axis", &icl::PupilParams::cyl_axis)
+        .def_readwrite("dec_u", &icl::PupilParams::dec_u)
+        .def_readwrite("dec_v", &icl::PupilParams::dec_v)
+        .def_readwrite("optic_zone_diameter", &icl::PupilParams::optic_zone_diameter)
+        .def_readwrite("hole_diameter", &icl::PupilParams::hole_diameter)
+        .def_readwrite("hole", &icl::PupilParams::hole)
+        .def_readwrite("tilt_u", &icl::PupilParams::tilt_u)
+        .def_readwrite("tilt_v", &icl::PupilParams::tilt_v);
+
+    m.def("disk_coverage", [](double cx, double cy, double r, std::ptrdiff_t n, double du) {
+        require(n > 0 && du > 0 && r >= 0, "disk_coverage: need n > 0, du > 0, r >= 0");
+        darray out({n, n});
+        double* o = out.mutable_data();
+        { py::gil_scoped_release nogil; icl::disk_coverage(cx, cy, r, n, du, o); }
+        return out;
+    }, py::arg("cx"), py::arg("cy"), py::arg("r"), py::arg("n"), py::arg("du"),
+    "Exact area fraction of each cell of an n x n grid (pitch du, centred) inside a disk.");
+
+    m.def("build_pupil", [](const icl::PupilParams& p, std::ptrdiff_t n, double du, double wavelength) {
+        require(n > 0 && du > 0 && wavelength > 0, "build_pupil: need n > 0, du > 0, wavelength > 0");
+        carray out({n, n});
+        auto* o = out.mutable_data();
+        { py::gil_scoped_release nogil; icl::build_pupil(p, n, du, wavelength, o); }
+        return out;
+    }, py::arg("params"), py::arg("n"), py::arg("du"), py::arg("wavelength"),
+    "Complex pupil A exp(2 pi i W / lambda) on an n x n grid of pitch du (m); rows follow v, columns u.");
+
+    m.def("psf_window", [](const carray& pupil, std::ptrdiff_t m_fft, std::ptrdiff_t s, double scale) {
+        require(pupil.ndim() == 2 && pupil.shape(0) == pupil.shape(1), "psf_window: pupil must be square");
+        const std::ptrdiff_t n = pupil.shape(0);
+        require(n <= m_fft && s <= m_fft && s > 0, "psf_window: need n <= m and 0 < s <= m");
+        darray out({s, s});
+        double* o = out.mutable_data();
+        const auto* p = pupil.data();
+        { py::gil_scoped_release nogil; icl::psf_window(p, n, m_fft, s, scale, o); }
+        return out;
+    }, py::arg("pupil"), py::arg("m"), py::arg("s"), py::arg("scale"),
+    "scale * |FFT_m(pupil)|^2 on the centred s x s window of angular indices -s/2 .. s/2-1.");
+
+    m.def("place_separable", [](const darray& s, const darray& ty, const darray& tx, std::ptrdiff_t r0,
+                                std::ptrdiff_t c0, std::ptrdiff_t n0, std::ptrdiff_t n1) {
+        require(s.ndim() == 2 && ty.ndim() == 1 && tx.ndim() == 1 && n0 > 0 && n1 > 0,
+                "place_separable: need a 2-D map, 1-D taps and a positive output shape");
+        darray out({n0, n1});
+        double* o = out.mutable_data();
+        const double *sp = s.data(), *typ = ty.data(), *txp = tx.data();
+        const auto s0 = s.shape(0), s1 = s.shape(1), nty = ty.shape(0), ntx = tx.shape(0);
+        { py::gil_scoped_release nogil; icl::place_separable(sp, s0, s1, typ, nty, txp, ntx, r0, c0, n0, n1, o); }
+        return out;
+    }, py::arg("s"), py::arg("ty"), py::arg("tx"), py::arg("r0"), py::arg("c0"), py::arg("n0"), py::arg("n1"),
+    "out[i,j] = sum_ab ty[a] tx[b] s[r0+i+a, c0+j+b] (zero outside s).");
+
+    m.def("convolve_linear", [](const darray& a, const darray& k, std::ptrdiff_t r0, std::ptrdiff_t c0,
+                                std::ptrdiff_t n0, std::ptrdiff_t n1) {
+        require(a.ndim() == 2 && k.ndim() == 2 && n0 > 0 && n1 > 0, "convolve_linear: need 2-D arrays");
+        darray out({n0, n1});
+        double* o = out.mutable_data();
+        const double *ap = a.data(), *kp = k.data();
+        const auto a0 = a.shape(0), a1 = a.shape(1), k0 = k.shape(0), k1 = k.shape(1);
+        { py::gil_scoped_release nogil; icl::convolve_linear(ap, a0, a1, kp, k0, k1, r0, c0, n0, n1, o); }
+        return out;
+    }, py::arg("a"), py::arg("k"), py::arg("r0"), py::arg("c0"), py::arg("n0"), py::arg("n1"),
+    "Window of the full zero-padded linear convolution a * k starting at (r0, c0).");
+}

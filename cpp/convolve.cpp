@@ -1,0 +1,77 @@
+#include "convolve.hpp"
+
+#include <algorithm>
+#include <complex>
+#include <vector>
+
+#include "common.hpp"
+#include "fft.hpp"
+
+namespace icl {
+
+std::ptrdiff_t fast_length(std::ptrdiff_t n) {
+    for (std::ptrdiff_t m = std::max<std::ptrdiff_t>(n, 1);; ++m) {
+        std::ptrdiff_t r = m;
+        for (std::ptrdiff_t p : {2, 3, 5, 7})
+            while (r % p == 0) r /= p;
+        if (r == 1) return m;
+    }
+}
+
+void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
+                     const double* tx, std::ptrdiff_t ntx, std::ptrdiff_t r0, std::ptrdiff_t c0, std::ptrdiff_t n0,
+                     std::ptrdiff_t n1, double* out) {
+    // Pass along y into tmp, whose column q holds s column c0 + q (q < n1 + ntx - 1).
+    const std::ptrdiff_t w = n1 + ntx - 1;
+    std::vector<double> tmp(static_cast<std::size_t>(n0 * w), 0.0);
+    parallel_for(n0, [&](std::ptrdiff_t i) {
+        double* row = tmp.data() + i * w;
+        for (std::ptrdiff_t a = 0; a < nty; ++a) {
+            const std::ptrdiff_t sr = r0 + i + a;
+            if (sr < 0 || sr >= s0) continue;
+            const double t = ty[a];
+            const std::ptrdiff_t q_lo = std::max<std::ptrdiff_t>(0, -c0), q_hi = std::min<std::ptrdiff_t>(w, s1 - c0);
+            const double* src = s + sr * s1 + c0;
+            for (std::ptrdiff_t q = q_lo; q < q_hi; ++q) row[q] += t * src[q];
+        }
+    });
+    parallel_for(n0, [&](std::ptrdiff_t i) {
+        const double* row = tmp.data() + i * w;
+        double* o = out + i * n1;
+        for (std::ptrdiff_t j = 0; j < n1; ++j) {
+            double acc = 0.0;
+            for (std::ptrdiff_t b = 0; b < ntx; ++b) acc += tx[b] * row[j + b];
+            o[j] = acc;
+        }
+    });
+}
+
+void convolve_linear(const double* a, std::ptrdiff_t a0, std::ptrdiff_t a1, const double* k, std::ptrdiff_t k0,
+                     std::ptrdiff_t k1, std::ptrdiff_t r0, std::ptrdiff_t c0, std::ptrdiff_t n0, std::ptrdiff_t n1,
+                     double* out) {
+    const std::ptrdiff_t l0 = fast_length(a0 + k0 - 1), l1 = fast_length(a1 + k1 - 1);
+    const std::ptrdiff_t h1 = l1 / 2 + 1;
+    const std::size_t nreal = static_cast<std::size_t>(l0 * l1), ncplx = static_cast<std::size_t>(l0 * h1);
+    double* buf = fftw_alloc_real(nreal);
+    FftwBuffer fa(ncplx), fk(ncplx);
+    auto forward = [&](const double* src, std::ptrdiff_t e0, std::ptrdiff_t e1, FftwBuffer& dst) {
+        std::fill(buf, buf + nreal, 0.0);
+        for (std::ptrdiff_t i = 0; i < e0; ++i) std::copy(src + i * e1, src + (i + 1) * e1, buf + i * l1);
+        fftw_execute_dft_r2c(r2c_plan(static_cast<int>(l0), static_cast<int>(l1)), buf, dst.raw());
+    };
+    forward(a, a0, a1, fa);
+    forward(k, k0, k1, fk);
+    const double norm = 1.0 / static_cast<double>(nreal);
+    for (std::size_t i = 0; i < ncplx; ++i) fa.get()[i] *= fk.get()[i] * norm;
+    fftw_execute_dft_c2r(c2r_plan(static_cast<int>(l0), static_cast<int>(l1)), fa.raw(), buf);
+    const std::ptrdiff_t f0 = a0 + k0 - 1, f1 = a1 + k1 - 1;  // extent of the linear result
+    for (std::ptrdiff_t i = 0; i < n0; ++i) {
+        for (std::ptrdiff_t j = 0; j < n1; ++j) {
+            const std::ptrdiff_t r = r0 + i, c = c0 + j;
+            out[i * n1 + j] = (r >= 0 && r < f0 && c >= 0 && c < f1) ? buf[r * l1 + c] : 0.0;
+        }
+    }
+    fftw_free(buf);
+}
+
+}  // namespace icl

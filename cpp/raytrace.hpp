@@ -1,0 +1,2 @@
+// Sequential ray tracing through rotationally symmetric surfaces (filled in by the thick-eye work).
+#pragma once

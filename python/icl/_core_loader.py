@@ -1,0 +1,11 @@
+"""Import of the compiled kernels with a build hint when they are missing."""
+
+try:
+    from icl import _core
+except ImportError as exc:  # pragma: no cover - only without a build
+    raise ImportError(
+        "icl._core (the C++ kernels) is not built. Install the package with `make dev` "
+        "or `pip install .` (needs a C++ compiler and FFTW: apt-get install libfftw3-dev pkg-config)."
+    ) from exc
+
+core = _core

@@ -1,0 +1,52 @@
+"""The ``icl`` command line. Each track registers its commands from its own ``cli`` module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from icl import __version__
+from icl.errors import InputError
+
+# Modules whose ``COMMANDS`` list is added to the top-level group (imported lazily-light: heavy
+# imports stay inside the command bodies).
+COMMAND_MODULES = (
+    "icl.optics.cli",
+    "icl.halo.cli",
+    "icl.eye.cli",
+    "icl.pro.cli",
+    "icl.patient.cli",
+    "icl.contest.cli",
+    "icl.forensics.cli",
+    "icl.demo",
+)
+
+
+class _Group(click.Group):
+    """Turn :class:`InputError` into a one-line message and exit status 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="icl")
+def main() -> None:
+    """ICL-Bench: reference optics, cases and scoring for ICL halo prediction."""
+
+
+for _name in COMMAND_MODULES:
+    try:
+        _mod = importlib.import_module(_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != _name:
+            raise
+        continue
+    for _cmd in getattr(_mod, "COMMANDS", ()):
+        main.add_command(_cmd)

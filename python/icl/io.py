@@ -1,0 +1,231 @@
+"""File I/O shared by every track: atomic writes, bounded JSON and npz loading, manifests.
+
+Loaders never unpickle, bound what they read, and raise :class:`icl.errors.InputError` naming the
+file and the field at fault (DESIGN.md section 7).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from icl.errors import InputError
+
+MAX_JSON_BYTES = 64 * 1024 * 1024
+MAX_NPZ_BYTES = 512 * 1024 * 1024  # decompressed, summed over members
+MAX_JSON_DEPTH = 64
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see either the old file or the whole new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps_json(obj: Any) -> str:
+    """Serialise ``obj`` deterministically (sorted keys, 2-space indent, no NaN)."""
+    return json.dumps(_plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Atomically write ``obj`` as deterministic JSON."""
+    atomic_write_bytes(path, dumps_json(obj).encode("utf-8"))
+
+
+def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    """Atomically write an uncompressed ``.npz`` with fixed member timestamps (byte-reproducible)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as zf:
+            for key in sorted(arrays):
+                arr = np.ascontiguousarray(arrays[key])
+                if arr.dtype == object:
+                    raise TypeError(f"{key}: object arrays are not written")
+                info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                info.external_attr = 0o644 << 16
+                with zf.open(info, "w") as fh:
+                    np.lib.format.write_array(fh, arr, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _plain(obj: Any) -> Any:
+    """Convert NumPy scalars and arrays, tuples and paths into JSON-native values."""
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise ValueError(f"non-finite number {obj!r} cannot be written to JSON")
+    return obj
+
+
+def _check_depth(obj: Any, file: str, depth: int = 0) -> None:
+    if depth > MAX_JSON_DEPTH:
+        raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file)
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _check_depth(v, file, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            _check_depth(v, file, depth + 1)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name} is not valid JSON")
+
+
+def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """Read a UTF-8 JSON file with a size bound, depth bound and no NaN/Infinity literals.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, too large, not UTF-8, not JSON, or too deeply nested.
+    """
+    path = Path(path)
+    file = str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file) from None
+    if size > max_bytes:
+        raise InputError(f"file is {size} bytes, more than the {max_bytes}-byte limit", file)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file) from None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file) from None
+    except ValueError as exc:
+        raise InputError(f"invalid JSON: {exc}", file) from None
+    _check_depth(obj, file)
+    return obj
+
+
+def load_npz(
+    path: str | os.PathLike,
+    required: Iterable[str] = (),
+    optional: Iterable[str] = (),
+    max_bytes: int = MAX_NPZ_BYTES,
+    allow_extra: bool = False,
+) -> dict[str, np.ndarray]:
+    """Load an ``.npz`` safely: no pickle, no object arrays, bounded decompressed size, known keys.
+
+    Parameters
+    ----------
+    path : path-like
+        The archive.
+    required, optional : iterable of str
+        Member names (without ``.npy``) that must / may be present.
+    max_bytes : int
+        Upper bound on the sum of declared uncompressed member sizes (zip-bomb guard).
+    allow_extra : bool
+        Accept members not named in ``required`` or ``optional``.
+
+    Returns
+    -------
+    dict of str to ndarray
+    """
+    path = Path(path)
+    file = str(path)
+    required, optional = list(required), list(optional)
+    if path.is_symlink():
+        raise InputError("symbolic links are not followed", file)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise InputError(f"not a readable npz archive: {exc}", file) from None
+    out: dict[str, np.ndarray] = {}
+    with zf:
+        infos = zf.infolist()
+        total = sum(i.file_size for i in infos)
+        if total > max_bytes:
+            raise InputError(f"declared uncompressed size {total} exceeds the {max_bytes}-byte limit", file)
+        names = {}
+        for info in infos:
+            if not info.filename.endswith(".npy") or "/" in info.filename:
+                raise InputError("unexpected archive member", file, info.filename)
+            names[info.filename[:-4]] = info
+        for key in required:
+            if key not in names:
+                raise InputError("missing array", file, key)
+        known = set(required) | set(optional)
+        for key, info in names.items():
+            if key not in known and not allow_extra:
+                raise InputError("unexpected array", file, key)
+            with zf.open(info) as fh:
+                try:
+                    version = np.lib.format.read_magic(fh)
+                    shape, fortran, dtype = np.lib.format._read_array_header(fh, version)  # noqa: SLF001
+                except ValueError as exc:
+                    raise InputError(f"bad .npy header: {exc}", file, key) from None
+                if dtype.hasobject:
+                    raise InputError("object arrays are refused (they need pickle)", file, key)
+                count = math.prod(shape)
+                if count * dtype.itemsize > info.file_size:
+                    raise InputError(f"header declares {shape} {dtype}, more than the stored data", file, key)
+            with zf.open(info) as fh:
+                try:
+                    arr = np.lib.format.read_array(fh, allow_pickle=False)
+                except ValueError as exc:
+                    raise InputError(f"unreadable array: {exc}", file, key) from None
+            out[key] = arr
+    return out
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(root: str | os.PathLike, extra: Mapping[str, Any] | None = None,
+                   name: str = "manifest.json") -> dict[str, Any]:
+    """Write ``root/manifest.json`` with the package version, ``extra`` and the SHA-256 of every file."""
+    from icl import __version__
+
+    root = Path(root)
+    files = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name != name and not p.name.startswith("."):
+            files[p.relative_to(root).as_posix()] = sha256_file(p)
+    manifest = {"package": "icl-bench", "version": __version__, **(dict(extra) if extra else {}), "files": files}
+    write_json(root / name, manifest)
+    return manifest
