@@ -1,0 +1,1 @@
+"""Professional track: task catalogue, instances, submission contract, sandboxed harness and scoring."""
