@@ -136,6 +136,18 @@ class Pupil:
             kw["icl"] = None if d["icl"] is None else ICL.from_dict(d["icl"], _sub(where, "icl"), file)
         return cls(**kw)
 
+    def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
+        """Complex pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m); see :mod:`icl.optics.thin`."""
+        from icl.optics.thin import pupil_field
+
+        return pupil_field(self, n, du, wavelength)
+
+    def blocked_fraction(self) -> float:
+        """Exact opaque fraction of the pupil area."""
+        from icl.optics.thin import blocked_fraction
+
+        return blocked_fraction(self)
+
     def to_dict(self) -> dict:
         """JSON form."""
         out = asdict(self)

@@ -5,50 +5,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Protocol
 
 import numpy as np
 
 from icl._core_loader import core
-from icl.optics.model import ARCMIN, ARCSEC, Pupil, Scene, Source
-from icl.optics.sampling import MAX_BAND, Grid, Sampling, disk_kernel, make_grid, pixel_taps
+from icl.optics.model import ARCSEC, Scene, Source
+from icl.optics.sampling import MAX_BAND, Grid, Sampling, disk_kernel, make_grid, pixel_taps, tap_halfwidth
 
 
-def pupil_params(pupil: Pupil) -> core.PupilParams:
-    """Translate the JSON-level pupil (mm, D, degrees) into the kernel's SI parameters."""
-    p = core.PupilParams()
-    p.pupil_diameter = pupil.diameter_mm * 1e-3
-    p.eye_excess = pupil.eye_excess_d
-    icl = pupil.icl
-    p.icl_present = icl is not None
-    if icl is not None:
-        p.icl_power = icl.power_d
-        p.cyl_power = icl.cylinder_d
-        p.cyl_axis = math.radians(icl.axis_deg)
-        p.dec_u, p.dec_v = (v * 1e-3 for v in icl.decentre_mm)
-        p.optic_zone_diameter = icl.optic_zone_mm * 1e-3
-        p.hole_diameter = icl.hole_mm * 1e-3
-        p.hole = getattr(core.HoleMode, icl.hole)
-    return p
+class PupilModel(Protocol):
+    """What the far-field engine needs from an eye model (thin :class:`Pupil` or a thick eye).
 
+    Implementations must be hashable (results are cached per model and wavelength).
+    """
 
-def _circle_overlap(r1: float, r2: float, d: float) -> float:
-    """Area common to two disks of radii r1, r2 whose centres are d apart."""
-    if d >= r1 + r2:
-        return 0.0
-    if d <= abs(r1 - r2):
-        return math.pi * min(r1, r2) ** 2
-    a1 = r1 * r1 * math.acos((d * d + r1 * r1 - r2 * r2) / (2 * d * r1))
-    a2 = r2 * r2 * math.acos((d * d + r2 * r2 - r1 * r1) / (2 * d * r2))
-    return a1 + a2 - 0.5 * math.sqrt((-d + r1 + r2) * (d + r1 - r2) * (d - r1 + r2) * (d + r1 + r2))
+    @property
+    def diameter_mm(self) -> float:
+        """Diameter of the circle (centred on the grid origin) outside which the field is zero."""
 
+    def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
+        """Complex pupil on an n x n grid of pitch ``du`` (m) centred on the origin (row = v, column = u),
+        normalised so that a clear pupil has unit amplitude."""
 
-def blocked_fraction(pupil: Pupil) -> float:
-    """Exact fraction of the pupil area that is opaque (a black hole inside the pupil)."""
-    icl = pupil.icl
-    if icl is None or icl.hole != "black" or icl.hole_mm == 0:
-        return 0.0
-    rp, rh = pupil.diameter_mm / 2, icl.hole_mm / 2
-    return _circle_overlap(rp, rh, math.hypot(*icl.decentre_mm)) / (math.pi * rp * rp)
+    def blocked_fraction(self) -> float:
+        """Exact fraction of the clear pupil's area that is opaque."""
 
 
 @dataclass(frozen=True)
@@ -65,14 +46,16 @@ class PsfSamples:
 
 
 @lru_cache(maxsize=16)
-def psf_samples(pupil: Pupil, wavelength_nm: float, pitch_arcsec: float, support: int,
+def psf_samples(pupil: PupilModel, wavelength_nm: float, pitch_arcsec: float, support: int,
                 sampling: Sampling) -> PsfSamples:
     """Compute (and cache) the sampled far-field intensity of ``pupil`` at one wavelength."""
     lam = wavelength_nm * 1e-9
     pitch = pitch_arcsec * ARCSEC
     d = pupil.diameter_mm * 1e-3
     grid = make_grid(lam, pitch, d, support, sampling)
-    p = core.build_pupil(pupil_params(pupil), grid.n, grid.du, lam)
+    p = np.ascontiguousarray(pupil.field(grid.n, grid.du, lam), dtype=complex)
+    if p.shape != (grid.n, grid.n):
+        raise ValueError(f"pupil field has shape {p.shape}, expected {(grid.n, grid.n)}")
     area = math.pi * d * d / 4.0
     scale = grid.du**2 / (grid.m**2 * area)
     samples = core.psf_window(p, grid.m, support, scale)
@@ -89,7 +72,12 @@ def support_samples(scene: Scene, sampling: Sampling) -> int:
     else:
         offset = max(max(abs(s.x_arcmin), abs(s.y_arcmin)) for s in scene.sources)
         radius = det.half_width_arcmin + offset + max(s.extent.radius_arcmin for s in scene.sources)
-    return 2 * int(math.ceil(radius * 60.0 / det.pitch_arcsec)) + 2
+    # The pixel-integration taps read up to their half-width beyond the farthest detector pixel; the
+    # band edge is bounded by pitch * D / lambda plus the guard cells of the pupil grid.
+    lam = min(lam for s in scene.sources for lam, _ in s.spectrum) * 1e-9
+    band = min(det.pitch_arcsec * ARCSEC * scene.pupil.diameter_mm * 1e-3 / lam + 0.01, MAX_BAND)
+    margin = tap_halfwidth(band, sampling.tap_tolerance) + 1
+    return 2 * (int(math.ceil(radius * 60.0 / det.pitch_arcsec)) + margin)
 
 
 @dataclass
@@ -190,7 +178,7 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
                          "tap_tolerance": sampling.tap_tolerance, "wavelengths_nm": used})
 
 
-def energy_ledger(source: Source, pupil: Pupil, component: np.ndarray, grid_energy: float) -> dict:
+def energy_ledger(source: Source, pupil: PupilModel, component: np.ndarray, grid_energy: float) -> dict:
     """Where the flux of one source goes, in units of the source flux.
 
     ``incident`` = flux x sum of spectral weights; ``blocked_by_aperture`` = exact opaque area
@@ -200,7 +188,7 @@ def energy_ledger(source: Source, pupil: Pupil, component: np.ndarray, grid_ener
     (exact transmitted flux minus the Parseval total); ``numerical_residual`` closes the sum.
     """
     incident = source.flux * sum(w for _, w in source.spectrum)
-    blocked = incident * blocked_fraction(pupil)
+    blocked = incident * pupil.blocked_fraction()
     recorded = float(component.sum())
     outside = grid_energy - recorded
     beyond = incident - blocked - grid_energy
