@@ -1,0 +1,258 @@
+"""Load and validate patient report files and prediction files (schema ``0.4.0-patient-draft``).
+
+JSON-schema checks come first (``cases/patient/*.schema.json``), then the rules a schema cannot express:
+``target_id`` equals its joined parts, no repeated target+repeat, feature ids unique, sources exist, a circle is
+round, ``absent`` carries no shape, one ``data_kind`` per file, and a radius point estimate lies in its interval.
+Every error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from icl._paths import cases_dir
+from icl.errors import InputError
+from icl.io import load_json
+
+SCHEMA_VERSION = "0.4.0-patient-draft"
+UNCERTAIN = "uncertain"
+TARGET_PARTS = ("patient_id", "visit_id", "eye", "condition_id")
+
+
+@functools.cache
+def report_schema() -> dict[str, Any]:
+    """The JSON schema of a report (reference) file."""
+    return load_json(cases_dir() / "patient" / "report.schema.json")
+
+
+@functools.cache
+def prediction_schema() -> dict[str, Any]:
+    """The JSON schema of a prediction file."""
+    return load_json(cases_dir() / "patient" / "prediction.schema.json")
+
+
+@functools.cache
+def _validator(kind: str, ref: str | None) -> jsonschema.protocols.Validator:
+    schema = report_schema() if kind == "report" else prediction_schema()
+    if ref is not None:
+        schema = {"$defs": schema["$defs"], "$ref": f"#/$defs/{ref}"}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _first_error(kind: str, obj: Any, ref: str | None = None) -> tuple[str, str] | None:
+    """Return (field, message) of the deepest-first schema error, or None."""
+    errors = sorted(_validator(kind, ref).iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if not errors:
+        return None
+    err = jsonschema.exceptions.best_match(errors)
+    # ``oneOf`` failures carry the nested reason in their context; the deepest one is the most telling.
+    while err.context:
+        err = max(err.context, key=lambda e: len(e.absolute_path))
+    return _path(err.absolute_path), _short(err.message)
+
+
+def _short(message: str) -> str:
+    return message if len(message) <= 200 else message[:197] + "..."
+
+
+def check_feature_geometry(feat: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Rules beyond the schema for one feature; returns (field, message) or None."""
+    if feat["kind"] == "circle" and "ry_deg" in feat and abs(feat["ry_deg"] - feat["rx_deg"]) > 1e-9:
+        return "ry_deg", "a circle needs ry_deg equal to rx_deg (use kind 'ellipse')"
+    interval = feat.get("radius_interval_deg")
+    if interval is not None:
+        lo, hi = interval
+        if lo > hi:
+            return "radius_interval_deg", f"lower bound {lo} exceeds upper bound {hi}"
+        r = point_radius(feat)
+        if not lo <= r <= hi:
+            return "radius_interval_deg", f"the point estimate {r:g} deg lies outside [{lo:g}, {hi:g}]"
+    return None
+
+
+def point_radius(feat: Mapping[str, Any]) -> float:
+    """Radius used for the 80 % interval: rx for circles and arcs, the mean semi-axis for ellipses."""
+    if feat["kind"] == "ellipse":
+        return 0.5 * (feat["rx_deg"] + feat["ry_deg"])
+    return float(feat["rx_deg"])
+
+
+@dataclass
+class Reports:
+    """A validated report file.
+
+    Attributes
+    ----------
+    file : str
+        Path it was read from.
+    records : list of dict
+        The records, in file order.
+    data_kind : str
+        ``synthetic`` or ``research`` (one per file).
+    fictional : bool
+        Top-level ``fictional`` flag.
+    """
+
+    file: str
+    records: list[dict[str, Any]]
+    data_kind: str
+    fictional: bool = False
+    targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def load_reports(path: str | os.PathLike) -> Reports:
+    """Read and validate a report (reference) file.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the field of the first problem.
+    """
+    file = str(path)
+    obj = load_json(path)
+    err = _first_error("report", obj)
+    if err:
+        raise InputError(err[1], file, err[0])
+    return validate_reports(obj, file)
+
+
+def validate_reports(obj: Mapping[str, Any], file: str) -> Reports:
+    """Apply the rules a schema cannot express to an already schema-valid report object."""
+    seen: set[tuple[str, str]] = set()
+    kinds: set[str] = set()
+    targets: dict[str, list[dict[str, Any]]] = {}
+    for i, rec in enumerate(obj["records"]):
+        where = f"records[{i}]"
+        expected = "|".join(rec[k] for k in TARGET_PARTS)
+        if rec["target_id"] != expected:
+            raise InputError(f"target_id must be patient_id|visit_id|eye|condition_id = {expected!r}",
+                             file, f"{where}.target_id")
+        key = (rec["target_id"], rec["repeat_id"])
+        if key in seen:
+            raise InputError(f"target {key[0]!r} repeat {key[1]!r} appears twice; repeated records are refused",
+                             file, f"{where}.repeat_id")
+        seen.add(key)
+        kinds.add(rec["data_kind"])
+        if len(kinds) > 1:
+            raise InputError("synthetic and research records cannot be mixed in one file; score them in separate runs",
+                             file, f"{where}.data_kind")
+        sources = [s["id"] for s in rec["stimulus"]["sources"]]
+        if len(set(sources)) != len(sources):
+            raise InputError("source ids repeat", file, f"{where}.stimulus.sources")
+        if UNCERTAIN in sources:
+            raise InputError("'uncertain' is reserved for attribution", file, f"{where}.stimulus.sources")
+        ids = set()
+        for j, feat in enumerate(rec["features"]):
+            fw = f"{where}.features[{j}]"
+            if feat["id"] in ids:
+                raise InputError(f"feature id {feat['id']!r} repeats", file, f"{fw}.id")
+            ids.add(feat["id"])
+            if feat["source_id"] != UNCERTAIN and feat["source_id"] not in sources:
+                raise InputError(f"source {feat['source_id']!r} is not among the stimulus sources {sources}",
+                                 file, f"{fw}.source_id")
+            bad = check_feature_geometry(feat)
+            if bad:
+                raise InputError(bad[1], file, f"{fw}.{bad[0]}")
+        if rec["presence"] == "absent" and rec["features"]:
+            raise InputError("a report of no visible structure cannot carry features", file, f"{where}.features")
+        targets.setdefault(rec["target_id"], []).append(rec)
+    kind = kinds.pop() if kinds else "synthetic"
+    return Reports(file=file, records=list(obj["records"]), data_kind=kind,
+                   fictional=bool(obj.get("fictional", False)), targets=targets)
+
+
+@dataclass
+class Predictions:
+    """Prediction entries that passed validation, and reasons for those that did not.
+
+    Attributes
+    ----------
+    valid : dict
+        target_id -> prediction entry.
+    invalid : dict
+        target_id (or ``predictions[i]`` when no id is readable) -> reason naming the field.
+    fatal : str or None
+        Set when the file as a whole is unreadable; every target then scores 0 with this reason.
+    """
+
+    file: str
+    valid: dict[str, dict[str, Any]] = field(default_factory=dict)
+    invalid: dict[str, str] = field(default_factory=dict)
+    fatal: str | None = None
+
+
+def load_predictions(path: str | os.PathLike, sources: Mapping[str, list[str]] | None = None) -> Predictions:
+    """Read a prediction file, validating each entry on its own so one bad entry loses only its target.
+
+    Parameters
+    ----------
+    path : path-like
+        The prediction file.
+    sources : mapping, optional
+        target_id -> source ids of that target; when given, unknown targets and unknown source ids are invalid.
+    """
+    file = str(path)
+    out = Predictions(file=file)
+    try:
+        obj = load_json(path)
+    except InputError as exc:
+        out.fatal = str(exc)
+        return out
+    if not isinstance(obj, dict) or not isinstance(obj.get("predictions"), list):
+        out.fatal = str(InputError("expected an object with a 'predictions' list", file, "predictions"))
+        return out
+    extra = sorted(set(obj) - {"predictions", "schema_version", "fictional", "description"})
+    if extra:
+        out.fatal = str(InputError(f"unknown top-level field {extra[0]!r}", file, extra[0]))
+        return out
+    for i, entry in enumerate(obj["predictions"]):
+        tid = entry.get("target_id") if isinstance(entry, dict) else None
+        key = tid if isinstance(tid, str) else f"predictions[{i}]"
+        if key in out.valid or key in out.invalid:
+            out.invalid[key] = str(InputError("more than one prediction for this target", file,
+                                              f"predictions[{i}].target_id"))
+            out.valid.pop(key, None)
+            continue
+        reason = _entry_error(entry, i, sources, file)
+        if reason:
+            out.invalid[key] = reason
+        else:
+            out.valid[key] = entry
+    return out
+
+
+def _entry_error(entry: Any, i: int, sources: Mapping[str, list[str]] | None, file: str) -> str | None:
+    where = f"predictions[{i}]"
+    err = _first_error("prediction", entry, "prediction")
+    if err:
+        sub = err[0] if err[0] != "(top level)" else ""
+        return str(InputError(err[1], file, f"{where}.{sub}" if sub else where))
+    if sources is not None and entry["target_id"] not in sources:
+        return str(InputError(f"unknown target {entry['target_id']!r}", file, f"{where}.target_id"))
+    ids = set()
+    for j, feat in enumerate(entry["features"]):
+        fw = f"{where}.features[{j}]"
+        if feat["id"] in ids:
+            return str(InputError(f"feature id {feat['id']!r} repeats", file, f"{fw}.id"))
+        ids.add(feat["id"])
+        if sources is not None and feat["source_id"] != UNCERTAIN \
+                and feat["source_id"] not in sources[entry["target_id"]]:
+            return str(InputError(f"source {feat['source_id']!r} is not a source of this target",
+                                  file, f"{fw}.source_id"))
+        bad = check_feature_geometry(feat)
+        if bad:
+            return str(InputError(bad[1], file, f"{fw}.{bad[0]}"))
+    return None
