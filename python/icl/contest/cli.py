@@ -26,8 +26,6 @@ def contest_score(input_json: Path, thresholds: Path | None, output: Path) -> No
     write_json(output, record)
     console = Console()
     console.print(score_table(record))
-    for reason in record["gate"]["reasons"]:
-        console.print(f"not rankable: {reason}")
     for p in record["problems"]:
         console.print(f"problem: {p}")
 
@@ -45,7 +43,7 @@ def contest_rank(records: tuple[Path, ...], output: Path) -> None:
 
     ranking = rank_records([(str(p), load_json(p)) for p in records])
     write_json(output, ranking)
-    console = Console()
+    console = Console(width=None if Console().is_terminal else 200)
     for group in ranking["groups"]:
         console.print(rank_table(group))
 

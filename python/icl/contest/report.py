@@ -24,19 +24,40 @@ def _counts(p: Any, n: Any) -> str:
 
 
 def score_table(r: dict[str, Any]) -> Table:
-    """One team's record as a table."""
+    """One team's record, one row per review step, in the seed's review order."""
     t = Table(title=f"team {r['team']}  track {r['track']}  group {r['group']}", caption=NOTE,
               caption_justify="left")
-    for col in ("rankable", "weakest", "P/N", "interp.", "NH", "DUP", "SPL", "S", "w_s", "w_c", "C", "T",
-                "latency s", "peak GiB"):
-        t.add_column(col, justify="left" if col in ("rankable", "weakest", "interp.") else "right")
-    w = r.get("weakest") or {}
+    t.add_column("step")
+    t.add_column("symbol")
+    t.add_column("value", justify="right")
+    t.add_column("detail")
+    gate_detail = "; ".join(r["gate"]["reasons"]) or "all published thresholds met"
+    t.add_row("1 rankable?", "", "yes" if r["rankable"] else "no", gate_detail)
+    w = r.get("weakest")
+    if w:
+        t.add_row("2 weakest item", w["item"], _f(w["value"]), w["reason"] or "")
+        t.add_row("3 its cases", w["item"], _counts(w["positives"], w["negatives"]),
+                  f"{w['kind']} area, step interpolation" + (", /0.45" if w["kind"] == "partial" else ""))
+        for k in ("NH", "DUP", "SPL"):
+            a = r["items"][k]
+            t.add_row("", k, _f(a["value"]), f"P/N {_counts(a['positives'], a['negatives'])}")
+        t.add_row("", "S", _f(r["S"]), r["zero_rule"] and f"zero rule: {r['zero_rule']}" or "harmonic mean")
+    else:
+        t.add_row("2 weakest item", "-", "-", "track 7: no safety score")
+    t.add_row("4 total", "w_s", _f(r["w_s"]), "")
+    t.add_row("", "w_c", _f(r["w_c"]), "")
+    t.add_row("", "C", _f(r["C"]), "")
+    t.add_row("", "T", _f(r["T"], 2), "" if r["rankable"] else "computed, not ranked")
     eff = r.get("efficiency") or {}
-    items = r.get("items") or {}
-    t.add_row("yes" if r["rankable"] else "no", w.get("item", "-"), _counts(w.get("positives"), w.get("negatives")),
-              "step" if w else "-", *(_f(items[k]["value"]) if items else "-" for k in ("NH", "DUP", "SPL")),
-              _f(r["S"]), _f(r["w_s"]), _f(r["w_c"]), _f(r["C"]), _f(r["T"], 2),
-              _f(eff.get("latency_s"), 3), _f(eff.get("peak_memory_gib"), 2))
+    t.add_row("5 efficiency", "", _f(eff.get("latency_s"), 3), "latency s/case (tie-break only)")
+    t.add_row("", "", _f(eff.get("peak_memory_gib"), 2), "peak memory GiB (tie-break only)")
+    rob, gen = r.get("robustness"), r.get("generalisation")
+    if rob:
+        t.add_row("apart", "", _f(rob["drop_rate"]), f"robustness drop rate of {rob['metric']} over "
+                  f"{rob['cases']} cases (not in T)")
+    if gen:
+        t.add_row("apart", "", f"{gen['in_distribution']:.4f} / {gen['unseen']:.4f}",
+                  f"generalisation, unseen = {gen['unseen_definition']} (not in T)")
     return t
 
 
