@@ -17,7 +17,7 @@ from icl.errors import InputError
 ARCMIN = math.pi / (180.0 * 60.0)  # radians per arcmin
 ARCSEC = ARCMIN / 60.0
 HOLE_MODES = ("clear", "black", "index_matched")
-EXTENT_KINDS = ("point", "disk")
+EXTENT_KINDS = ("point", "disk", "image")
 
 
 def _num(value: Any, field_name: str, file: str | None, *, lo: float | None = None, lo_open: bool = False,
@@ -198,18 +198,30 @@ class Detector:
 
 @dataclass(frozen=True)
 class Extent:
-    """Angular extent of a source: a point, or a uniform incoherent disk of the same total flux."""
+    """Angular extent of a source: a point, a uniform incoherent disk, or a linear radiance map
+    (:class:`icl.imaging.scene_image.ImageMap`), each carrying the same total flux."""
 
     kind: str = "point"
     diameter_arcmin: float = 0.0
+    image: Any = None
 
     @classmethod
     def from_dict(cls, d: Any, where: str, file: str | None = None) -> Extent:
         """Build from a JSON object, naming the field of any error."""
-        d = _check_keys(d, {"kind", "diameter_arcmin"}, where, file)
+        image_keys = {"path", "map", "pitch_arcsec"}
+        d = _check_keys(d, {"kind", "diameter_arcmin"} | image_keys, where, file)
         kind = d.get("kind", "point")
         if kind not in EXTENT_KINDS:
             raise InputError(f"must be one of {list(EXTENT_KINDS)}, got {kind!r}", file, _sub(where, "kind"))
+        if kind == "image":
+            from icl.imaging.scene_image import ImageMap
+
+            if "diameter_arcmin" in d:
+                raise InputError("an image extent has no diameter", file, _sub(where, "diameter_arcmin"))
+            return cls("image", image=ImageMap.from_dict(d, where, file))
+        if image_keys & set(d):
+            key = sorted(image_keys & set(d))[0]
+            raise InputError("only an image extent has this field", file, _sub(where, key))
         if kind == "point":
             if "diameter_arcmin" in d:
                 raise InputError("a point source has no diameter", file, _sub(where, "diameter_arcmin"))
@@ -220,11 +232,13 @@ class Extent:
 
     @property
     def radius_arcmin(self) -> float:
-        """Radius of the extent (0 for a point)."""
-        return 0.5 * self.diameter_arcmin
+        """Radius of the extent (0 for a point; half the diagonal of an image)."""
+        return self.image.radius_arcmin if self.kind == "image" else 0.5 * self.diameter_arcmin
 
     def to_dict(self) -> dict:
         """JSON form."""
+        if self.kind == "image":
+            return {"kind": "image", **self.image.to_dict()}
         return {"kind": "point"} if self.kind == "point" else {"kind": self.kind, "diameter_arcmin": self.diameter_arcmin}
 
 
