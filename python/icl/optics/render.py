@@ -126,6 +126,10 @@ def place(samples: np.ndarray, source: Source, scene: Scene, band: float, sampli
     fx, fy = math.floor(base_x), math.floor(base_y)
     dx, dy = base_x - fx, base_y - fy
     tol = sampling.tap_tolerance
+    if source.extent.kind == "image":
+        from icl.imaging.scene_image import place_image
+
+        return place_image(samples, source, scene, band, sampling)
     if source.extent.kind == "point":
         tx, ty = pixel_taps(dx, band, tol), pixel_taps(dy, band, tol)
         k = (tx.size - 1) // 2
