@@ -39,7 +39,7 @@ class Sampling:
         Pixel-integration taps are truncated where they fall below this fraction of their peak.
     """
 
-    fft_factor: float = 3.0
+    fft_factor: float = 4.0
     support_arcmin: float | None = None
     tap_tolerance: float = 1e-12
 
