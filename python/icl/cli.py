@@ -45,7 +45,7 @@ for _name in COMMAND_MODULES:
     try:
         _mod = importlib.import_module(_name)
     except ModuleNotFoundError as exc:
-        if exc.name != _name:
+        if not _name.startswith(str(exc.name)):
             raise
         continue
     for _cmd in getattr(_mod, "COMMANDS", ()):

@@ -23,6 +23,7 @@ from icl.errors import InputError
 MAX_JSON_BYTES = 64 * 1024 * 1024
 MAX_NPZ_BYTES = 512 * 1024 * 1024  # decompressed, summed over members
 MAX_JSON_DEPTH = 64
+_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -190,7 +191,9 @@ def load_npz(
             with zf.open(info) as fh:
                 try:
                     version = np.lib.format.read_magic(fh)
-                    shape, fortran, dtype = np.lib.format._read_array_header(fh, version)  # noqa: SLF001
+                    if version not in _HEADER_READERS:
+                        raise ValueError(f"unsupported .npy format version {version}")
+                    shape, _fortran, dtype = _HEADER_READERS[version](fh)
                 except ValueError as exc:
                     raise InputError(f"bad .npy header: {exc}", file, key) from None
                 if dtype.hasobject:
