@@ -61,7 +61,9 @@ def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as zf:
             for key in sorted(arrays):
-                arr = np.ascontiguousarray(arrays[key])
+                arr = np.asarray(arrays[key])  # ascontiguousarray would turn a 0-d scalar into shape (1,)
+                if not arr.flags.c_contiguous:
+                    arr = np.ascontiguousarray(arr)
                 if arr.dtype == object:
                     raise TypeError(f"{key}: object arrays are not written")
                 info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
