@@ -1,0 +1,62 @@
+"""Commands ``icl pro-validate`` and ``icl pro-run`` (registered by ``icl.pro.cli``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("pro-validate")
+@click.argument("submission", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def pro_validate(submission: Path, as_json: bool) -> None:
+    """Check a professional-track SUBMISSION folder against the contract (exit 1 if it fails)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from icl.io import dumps_json
+    from icl.pro.contract import validate_submission
+
+    report = validate_submission(submission)
+    if as_json:
+        click.echo(dumps_json(report.to_dict()), nl=False)
+    else:
+        console = Console(soft_wrap=True)
+        if report.ok:
+            console.print(f"[green]valid[/green]: {submission} ({len(report.cases)} case(s))")
+        else:
+            table = Table("file", "field", "problem", title=f"{submission}: {len(report.issues)} problem(s)")
+            for issue in report.issues:
+                table.add_row(issue.file, issue.field, issue.message)
+            console.print(table)
+    sys.exit(0 if report.ok else 1)
+
+
+@click.command("pro-run")
+@click.option("--submission", required=True, type=click.Path(path_type=Path), help="Submission folder.")
+@click.option("--input", "input_dir", required=True, type=click.Path(path_type=Path),
+              help="Input folder (read-only inside).")
+@click.option("--output", "output_dir", required=True, type=click.Path(path_type=Path),
+              help="Empty or absent output folder.")
+@click.option("--cpus", default=4, show_default=True, type=click.IntRange(min=1), help="CPU cores.")
+@click.option("--memory", default="8G", show_default=True, help="Address space per process, e.g. 8G.")
+@click.option("--timeout", "timeout_s", default=1200.0, show_default=True, type=click.FloatRange(min=0,
+              min_open=True), help="Wall-clock limit in seconds.")
+@click.option("--frozen-hash", default=None, help="Refuse to run unless the code tree has this SHA-256.")
+@click.option("--logs", "logs_dir", default=None, type=click.Path(path_type=Path),
+              help="Logs folder (default OUTPUT.logs).")
+def pro_run(submission: Path, input_dir: Path, output_dir: Path, cpus: int, memory: str, timeout_s: float,
+            frozen_hash: str | None, logs_dir: Path | None) -> None:
+    """Run SUBMISSION/run INPUT OUTPUT in the sandbox; print the run record (exit 1 unless it is ok)."""
+    from icl.io import dumps_json
+    from icl.pro.harness import run_submission
+
+    record = run_submission(submission, input_dir, output_dir, cpus=cpus, memory=memory, timeout_s=timeout_s,
+                            frozen_hash=frozen_hash, logs_dir=logs_dir)
+    click.echo(dumps_json(record.to_dict()), nl=False)
+    sys.exit(0 if record.ok else 1)
+
+
+COMMANDS = [pro_validate, pro_run]

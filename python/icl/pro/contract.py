@@ -1,0 +1,659 @@
+"""Professional-track submission contract: what a submission folder must hold, checked without running it.
+
+:func:`validate_submission` walks a submission folder and returns a :class:`Report` listing every missing
+or malformed item, each naming the file (relative to the submission) and the field. Validation never
+raises on bad submissions, never follows a link out of the folder and never opens anything but regular
+files. The layout and formats are documented in ``docs/pro-harness.md``::
+
+    manifest.json  source/  run  model/eye.json  experiments.json  report.md
+    results/<case>/{psf_linear.npz, energy.json, paths.npz, metrics.json, retinal_linear.npz, preview.png}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from icl.errors import InputError
+from icl.io import load_json, load_npz
+
+#: Case ids (``results/<case>``): no path separators, no leading dot.
+CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Bounds on the walk, so a hostile tree cannot stall the validator.
+MAX_ENTRIES = 100_000
+MAX_TOTAL_BYTES = 4 * 1024**3
+MAX_REPORT_BYTES = 1024 * 1024
+MAX_PNG_SIDE = 16384
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: Pixel values are flux per pixel in units of the source flux (DESIGN.md section 2).
+FLUX_UNITS = "source_flux_per_pixel"
+#: How a PSF is normalised: ``source_flux`` means unit source flux into the infinite plane, cropped to the
+#: window (what falls outside is counted as ``clipped`` in energy.json, never renormalised away).
+NORMALISATIONS = ("source_flux",)
+#: Relative tolerance on grid arithmetic (axis spacing, field of view): float32 axes are accepted.
+GRID_RTOL = 1e-6
+#: Largest negative pixel accepted, relative to the peak: FFT round-off, not negative light.
+NEGATIVE_RTOL = 1e-9
+#: Relative tolerance on the energy identity; the residual is declared, so only rounding remains.
+ENERGY_RTOL = 1e-9
+ENERGY_TERMS = ("incident", "reflected", "transmitted", "absorbed", "blocked", "clipped", "numerical_residual")
+PARAMETER_STATUS = ("measured", "documented", "synthetic", "estimated", "unknown")
+EXPERIMENT_KINDS = ("intervention", "ablation", "convergence", "inverse", "measurement")
+RESULT_FILES = ("psf_linear.npz", "energy.json", "paths.npz", "metrics.json", "retinal_linear.npz",
+                "preview.png")
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem found in a submission.
+
+    Attributes
+    ----------
+    file : str
+        Path relative to the submission root (``.`` for the root itself).
+    field : str
+        Dotted field or array name inside the file, empty when the whole file is at fault.
+    message : str
+        What is wrong.
+    """
+
+    file: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.field}" if self.field else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class Report:
+    """Outcome of :func:`validate_submission`.
+
+    Attributes
+    ----------
+    root : str
+        The submission folder as given.
+    issues : list of Issue
+        Every problem found, in walk order; empty for a valid submission.
+    cases : list of str
+        Case ids found under ``results/`` (valid or not).
+    """
+
+    root: str
+    issues: list[Issue] = field(default_factory=list)
+    cases: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no issue was found."""
+        return not self.issues
+
+    def add(self, file: str, fld: str, message: str) -> None:
+        """Record one issue."""
+        self.issues.append(Issue(file, fld, message))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (stable key order via :func:`icl.io.write_json`)."""
+        return {"root": self.root, "ok": self.ok, "cases": list(self.cases),
+                "issues": [{"file": i.file, "field": i.field, "message": i.message} for i in self.issues]}
+
+
+# ----------------------------------------------------------------------------------------------- walk
+
+
+class _Tree:
+    """A bounded, link-checked inventory of the submission (``lstat`` only, nothing opened)."""
+
+    def __init__(self, root: Path, report: Report):
+        self.root = root
+        self.real_root = root.resolve()
+        self.report = report
+        self.kinds: dict[str, str] = {}  # relative posix path -> "file" | "dir"
+        self.total_bytes = 0
+        self._walk()
+
+    def _walk(self) -> None:
+        stack = [self.root]
+        count = 0
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError as exc:
+                self.report.add(self._rel(Path(folder)), "", f"cannot list folder: {exc.strerror or exc}")
+                continue
+            for entry in entries:
+                count += 1
+                if count > MAX_ENTRIES:
+                    self.report.add(".", "", f"more than {MAX_ENTRIES} entries; the rest was not checked")
+                    return
+                path = Path(entry.path)
+                rel = self._rel(path)
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    self.report.add(rel, "", f"cannot stat: {exc.strerror or exc}")
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    kind = self._link_kind(path, rel)
+                    if kind:
+                        self.kinds[rel] = kind
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    self.kinds[rel] = "dir"
+                    stack.append(path)
+                elif stat.S_ISREG(st.st_mode):
+                    if st.st_nlink > 1:
+                        # A hard link may alias a file outside the submission; paths cannot tell.
+                        self.report.add(rel, "", "hard-linked file (link count > 1) is refused")
+                        continue
+                    self.kinds[rel] = "file"
+                    self.total_bytes += st.st_size
+                else:
+                    self.report.add(rel, "", "special file (device, FIFO or socket) is refused")
+        if self.total_bytes > MAX_TOTAL_BYTES:
+            self.report.add(".", "", f"submission holds {self.total_bytes} bytes, more than {MAX_TOTAL_BYTES}")
+
+    def _link_kind(self, path: Path, rel: str) -> str | None:
+        """Accept a symbolic link only if it resolves to a regular file or folder inside the submission."""
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            self.report.add(rel, "", "dangling or looping symbolic link")
+            return None
+        if not target.is_relative_to(self.real_root):
+            self.report.add(rel, "", "symbolic link points outside the submission")
+            return None
+        st = target.stat()
+        if stat.S_ISREG(st.st_mode):
+            return "file"
+        if stat.S_ISDIR(st.st_mode):
+            # Its contents are reached through the real path, which the walk visits anyway.
+            return "dir"
+        self.report.add(rel, "", "symbolic link to a special file is refused")
+        return None
+
+    def _rel(self, path: Path) -> str:
+        rel = path.relative_to(self.root).as_posix()
+        return rel or "."
+
+    def is_file(self, rel: str) -> bool:
+        return self.kinds.get(rel) == "file"
+
+    def is_dir(self, rel: str) -> bool:
+        return self.kinds.get(rel) == "dir"
+
+    def children(self, rel: str) -> Iterator[str]:
+        prefix = rel.rstrip("/") + "/"
+        for key in sorted(self.kinds):
+            if key.startswith(prefix) and "/" not in key[len(prefix):]:
+                yield key
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+@lru_cache(maxsize=1)
+def manifest_schema() -> dict[str, Any]:
+    """The JSON schema of ``manifest.json`` (``icl/pro/schemas/manifest.schema.json``)."""
+    text = resources.files("icl.pro").joinpath("schemas/manifest.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def _json(report: Report, root: Path, rel: str) -> Any:
+    try:
+        return load_json(root / rel)
+    except InputError as exc:
+        report.add(rel, exc.field or "", exc.reason)
+        return None
+
+
+def _npz(report: Report, root: Path, rel: str, required: tuple[str, ...],
+         optional: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+    try:
+        return load_npz(root / rel, required=required, optional=optional)
+    except InputError as exc:
+        report.add(rel, exc.field or "", exc.reason)
+        return None
+
+
+def _finite_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _text_scalar(report: Report, rel: str, arrays: dict[str, np.ndarray], key: str,
+                 allowed: tuple[str, ...]) -> None:
+    a = arrays[key]
+    if a.shape != () or a.dtype.kind != "U":
+        report.add(rel, key, f"must be a 0-d unicode string array, got {a.dtype} {a.shape}")
+    elif str(a) not in allowed:
+        report.add(rel, key, f"must be one of {list(allowed)}, got {str(a)!r}")
+
+
+def _float_array(report: Report, rel: str, key: str, a: np.ndarray, ndim: tuple[int, ...]) -> bool:
+    if a.dtype.kind != "f":
+        report.add(rel, key, f"must be a floating-point array (linear, not display-mapped), got {a.dtype}")
+        return False
+    if a.ndim not in ndim:
+        report.add(rel, key, f"must have {' or '.join(map(str, ndim))} dimensions, got shape {a.shape}")
+        return False
+    if a.size == 0:
+        report.add(rel, key, "is empty")
+        return False
+    if not np.all(np.isfinite(a)):
+        report.add(rel, key, "holds NaN or infinite values")
+        return False
+    return True
+
+
+def _linear_image(report: Report, rel: str, key: str, a: np.ndarray) -> None:
+    peak = float(np.max(np.abs(a)))
+    if float(np.min(a)) < -NEGATIVE_RTOL * peak:
+        report.add(rel, key, f"negative intensity {float(np.min(a)):.3g} (more than round-off of peak {peak:.3g})")
+
+
+def _grid(report: Report, rel: str, arrays: dict[str, np.ndarray], shape: tuple[int, int]) -> None:
+    """Check ``x_arcmin``, ``y_arcmin`` and ``angular_pixel_arcsec`` against an image of ``shape``."""
+    pitch_a = arrays["angular_pixel_arcsec"]
+    if pitch_a.shape != () or pitch_a.dtype.kind not in "fiu" or not np.isfinite(pitch_a) or pitch_a <= 0:
+        report.add(rel, "angular_pixel_arcsec", "must be a positive finite scalar (arcsec)")
+        return
+    step = float(pitch_a) / 60.0
+    for key, n in (("y_arcmin", shape[0]), ("x_arcmin", shape[1])):
+        axis = arrays[key]
+        if not _float_array(report, rel, key, axis, (1,)):
+            continue
+        if axis.shape != (n,):
+            report.add(rel, key, f"length {axis.shape[0]} does not match the image side {n}")
+            continue
+        if n > 1 and not np.allclose(np.diff(axis), step, rtol=GRID_RTOL, atol=0):
+            report.add(rel, key, f"must increase in steps of angular_pixel_arcsec/60 = {step:.6g} arcmin")
+    if "fov_arcmin" in arrays:
+        fov = arrays["fov_arcmin"]
+        want = np.array([shape[1], shape[0]], dtype=float) * step
+        if fov.shape != (2,) or fov.dtype.kind not in "fiu":
+            report.add(rel, "fov_arcmin", f"must be [width, height] in arcmin, got {fov.dtype} {fov.shape}")
+        elif not np.allclose(fov, want, rtol=GRID_RTOL, atol=0):
+            report.add(rel, "fov_arcmin", f"{fov.tolist()} differs from n * pitch = {want.tolist()} arcmin")
+
+
+# --------------------------------------------------------------------------------------- item checks
+
+
+def _check_manifest(report: Report, root: Path, rel: str) -> None:
+    import jsonschema
+
+    obj = _json(report, root, rel)
+    if obj is None:
+        return
+    validator = jsonschema.Draft202012Validator(manifest_schema())
+    for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
+        report.add(rel, ".".join(map(str, err.absolute_path)), err.message)
+
+
+def _check_run(report: Report, root: Path, tree: _Tree) -> None:
+    if not tree.is_file("run"):
+        report.add("run", "", "missing: an executable file taking INPUT and OUTPUT folders")
+        return
+    path = root / "run"
+    if not os.stat(path).st_mode & stat.S_IXUSR:
+        report.add("run", "", "is not executable (chmod +x)")
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if not (head.startswith(b"#!") or head == b"\x7fELF"):
+        report.add("run", "", "must start with a '#!' interpreter line or be an ELF executable")
+
+
+def _check_parameters(report: Report, rel: str, obj: Any, where: str) -> int:
+    """Check every parameter (an object with ``value``) below ``obj``; return how many were seen."""
+    if isinstance(obj, list):
+        return sum(_check_parameters(report, rel, v, f"{where}[{i}]") for i, v in enumerate(obj))
+    if not isinstance(obj, dict):
+        return 0
+    if "value" not in obj:
+        return sum(_check_parameters(report, rel, v, f"{where}.{k}" if where else k) for k, v in obj.items())
+    for key in ("unit", "source"):
+        if not isinstance(obj.get(key), str):
+            report.add(rel, f"{where}.{key}", "parameter needs a string (use '1' for dimensionless units)")
+    unc = obj.get("uncertainty", "missing")
+    if not (unc is None or (_finite_number(unc) and unc >= 0)):
+        report.add(rel, f"{where}.uncertainty", "parameter needs a non-negative number or null")
+    if obj.get("status") not in PARAMETER_STATUS:
+        report.add(rel, f"{where}.status", f"must be one of {list(PARAMETER_STATUS)}")
+    return 1
+
+
+def _check_eye(report: Report, root: Path, rel: str) -> None:
+    obj = _json(report, root, rel)
+    if obj is None:
+        return
+    if not isinstance(obj, dict):
+        report.add(rel, "", "must be a JSON object")
+    elif _check_parameters(report, rel, obj, "") == 0:
+        report.add(rel, "", "holds no parameter (objects with value/unit/source/uncertainty/status)")
+
+
+def _check_experiments(report: Report, root: Path, rel: str, tree: _Tree) -> None:
+    obj = _json(report, root, rel)
+    if obj is None:
+        return
+    if not isinstance(obj, dict) or not isinstance(obj.get("experiments"), list):
+        report.add(rel, "experiments", "must be an object with an 'experiments' list")
+        return
+    seen: set[str] = set()
+    for i, exp in enumerate(obj["experiments"]):
+        at = f"experiments[{i}]"
+        if not isinstance(exp, dict):
+            report.add(rel, at, "must be an object")
+            continue
+        eid = exp.get("id")
+        if not isinstance(eid, str) or not CASE_ID.match(eid):
+            report.add(rel, f"{at}.id", "must be an id of letters, digits, '_', '.', '-'")
+        elif eid in seen:
+            report.add(rel, f"{at}.id", f"duplicate id {eid!r}")
+        else:
+            seen.add(eid)
+        if exp.get("kind") not in EXPERIMENT_KINDS:
+            report.add(rel, f"{at}.kind", f"must be one of {list(EXPERIMENT_KINDS)}")
+        if not isinstance(exp.get("description"), str) or not exp["description"].strip():
+            report.add(rel, f"{at}.description", "must be a non-empty string")
+        files = exp.get("files", [])
+        if not isinstance(files, list):
+            report.add(rel, f"{at}.files", "must be a list of paths relative to the submission")
+            continue
+        for j, f in enumerate(files):
+            _check_reference(report, rel, f"{at}.files[{j}]", f, tree)
+
+
+def _check_reference(report: Report, rel: str, fld: str, value: Any, tree: _Tree) -> None:
+    """A path written inside a file must stay inside the submission and exist there."""
+    if not isinstance(value, str) or not value:
+        report.add(rel, fld, "must be a non-empty path string")
+        return
+    parts = value.split("/")
+    if value.startswith("/") or "\\" in value or ".." in parts or "\x00" in value:
+        report.add(rel, fld, f"path {value!r} leaves the submission (absolute, '..' or backslash)")
+    elif not (tree.is_file(value) or tree.is_dir(value)):
+        report.add(rel, fld, f"path {value!r} does not exist in the submission")
+
+
+def _check_report_md(report: Report, root: Path, rel: str) -> None:
+    data = (root / rel).read_bytes()[: MAX_REPORT_BYTES + 1]
+    if len(data) > MAX_REPORT_BYTES:
+        report.add(rel, "", f"larger than {MAX_REPORT_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add(rel, "", f"not UTF-8 text (byte {exc.start})")
+        return
+    if not text.strip():
+        report.add(rel, "", "is empty")
+
+
+def _check_psf(report: Report, root: Path, rel: str) -> None:
+    arrays = _npz(report, root, rel,
+                  ("psf", "x_arcmin", "y_arcmin", "angular_pixel_arcsec", "fov_arcmin", "wavelength_nm",
+                   "units", "normalisation"), ())
+    if arrays is None:
+        return
+    _text_scalar(report, rel, arrays, "units", (FLUX_UNITS,))
+    _text_scalar(report, rel, arrays, "normalisation", NORMALISATIONS)
+    psf = arrays["psf"]
+    wl = arrays["wavelength_nm"]
+    if _float_array(report, rel, "wavelength_nm", wl, (1,)) and np.any(wl <= 0):
+        report.add(rel, "wavelength_nm", "wavelengths must be positive (nm)")
+    if not _float_array(report, rel, "psf", psf, (2, 3)):
+        return
+    _linear_image(report, rel, "psf", psf)
+    if psf.ndim == 3 and wl.ndim == 1 and wl.shape[0] != psf.shape[0]:
+        report.add(rel, "wavelength_nm", f"length {wl.shape[0]} does not match psf planes {psf.shape[0]}")
+    _grid(report, rel, arrays, psf.shape[-2:])
+
+
+def _check_retinal(report: Report, root: Path, rel: str) -> None:
+    arrays = _npz(report, root, rel, ("image", "x_arcmin", "y_arcmin", "angular_pixel_arcsec", "units"),
+                  ("components", "source_ids", "fov_arcmin"))
+    if arrays is None:
+        return
+    _text_scalar(report, rel, arrays, "units", (FLUX_UNITS,))
+    image = arrays["image"]
+    if not _float_array(report, rel, "image", image, (2,)):
+        return
+    _linear_image(report, rel, "image", image)
+    _grid(report, rel, arrays, image.shape)
+    comps = arrays.get("components")
+    if comps is not None and _float_array(report, rel, "components", comps, (3,)):
+        if comps.shape[1:] != image.shape:
+            report.add(rel, "components", f"shape {comps.shape} does not stack images of shape {image.shape}")
+        else:
+            _linear_image(report, rel, "components", comps)
+    ids = arrays.get("source_ids")
+    if ids is not None:
+        if ids.dtype.kind != "U" or ids.ndim != 1:
+            report.add(rel, "source_ids", "must be a 1-d unicode array")
+        elif comps is not None and ids.shape[0] != comps.shape[0]:
+            report.add(rel, "source_ids", f"{ids.shape[0]} ids for {comps.shape[0]} components")
+
+
+def _check_paths(report: Report, root: Path, rel: str) -> None:
+    wave = ("wavefront_nm", "pupil_u_mm", "pupil_v_mm")
+    arrays = _npz(report, root, rel, ("points_mm", "weights", "branch"), wave)
+    if arrays is None:
+        return
+    pts, w, br = arrays["points_mm"], arrays["weights"], arrays["branch"]
+    n = None
+    if _float_array(report, rel, "points_mm", pts, (3,)):
+        if pts.shape[2] != 3 or pts.shape[1] < 2:
+            report.add(rel, "points_mm", f"must be [n_rays, n_vertices >= 2, 3] (x, y, z in mm), got {pts.shape}")
+        else:
+            n = pts.shape[0]
+    if _float_array(report, rel, "weights", w, (1,)) and np.any(w < 0):
+        report.add(rel, "weights", "branch weights must be non-negative (fraction of the ray's flux)")
+    if br.dtype.kind not in "iu" or br.ndim != 1:
+        report.add(rel, "branch", f"must be a 1-d integer array of branch ids, got {br.dtype} {br.shape}")
+    for key, a in (("weights", w), ("branch", br)):
+        if n is not None and a.ndim == 1 and a.shape[0] != n:
+            report.add(rel, key, f"length {a.shape[0]} does not match {n} rays in points_mm")
+    given = [k for k in wave if k in arrays]
+    if given and len(given) != len(wave):
+        report.add(rel, "wavefront_nm", f"a wavefront needs all of {list(wave)}, got {given}")
+    elif given:
+        wf = arrays["wavefront_nm"]
+        if _float_array(report, rel, "wavefront_nm", wf, (2,)):
+            for key, n_ax in (("pupil_v_mm", wf.shape[0]), ("pupil_u_mm", wf.shape[1])):
+                ax = arrays[key]
+                if _float_array(report, rel, key, ax, (1,)) and ax.shape != (n_ax,):
+                    report.add(rel, key, f"length {ax.shape[0]} does not match the wavefront side {n_ax}")
+
+
+def _check_energy(report: Report, root: Path, rel: str) -> None:
+    obj = _json(report, root, rel)
+    if obj is None:
+        return
+    if not isinstance(obj, dict):
+        report.add(rel, "", "must be a JSON object")
+        return
+    allowed = set(ENERGY_TERMS) | {"units", "notes"}
+    for key in sorted(set(obj) - allowed):
+        report.add(rel, key, "unknown field")
+    if obj.get("units") != "source_flux":
+        report.add(rel, "units", "must be 'source_flux' (every term is a fraction of the incident source flux)")
+    values = {}
+    for key in ENERGY_TERMS:
+        v = obj.get(key)
+        if not _finite_number(v):
+            report.add(rel, key, "missing or not a finite number")
+        elif key != "numerical_residual" and v < 0:
+            report.add(rel, key, f"must be non-negative, got {v}")
+        else:
+            values[key] = float(v)
+    if len(values) != len(ENERGY_TERMS):
+        return
+    booked = sum(values[k] for k in ("reflected", "transmitted", "absorbed", "blocked", "numerical_residual"))
+    if abs(values["incident"] - booked) > ENERGY_RTOL * max(1.0, abs(values["incident"])):
+        report.add(rel, "numerical_residual",
+                   f"incident {values['incident']!r} != reflected + transmitted + absorbed + blocked + "
+                   f"numerical_residual = {booked!r}")
+    if values["clipped"] > values["transmitted"] * (1 + ENERGY_RTOL):
+        report.add(rel, "clipped", "clipped (transmitted light outside the detector) exceeds transmitted")
+
+
+def _check_metrics(report: Report, root: Path, rel: str) -> None:
+    obj = _json(report, root, rel)
+    if obj is None:
+        return
+    if not isinstance(obj, dict):
+        report.add(rel, "", "must be a JSON object of named metrics")
+        return
+    radius = obj.get("halo_radius_arcmin", 0.0)
+    if not (radius == "not_detected" or (_finite_number(radius) and radius >= 0)):
+        report.add(rel, "halo_radius_arcmin", "must be a non-negative number or 'not_detected'")
+
+
+def _check_png(report: Report, root: Path, rel: str) -> None:
+    with open(root / rel, "rb") as fh:
+        head = fh.read(33)
+    if head[:8] != PNG_SIGNATURE:
+        report.add(rel, "", "not a PNG file (bad signature)")
+        return
+    if len(head) < 33 or head[12:16] != b"IHDR":
+        report.add(rel, "IHDR", "PNG has no IHDR chunk first")
+        return
+    width, height = struct.unpack(">II", head[16:24])
+    if not (0 < width <= MAX_PNG_SIDE and 0 < height <= MAX_PNG_SIDE):
+        report.add(rel, "IHDR", f"image size {width} x {height} outside 1..{MAX_PNG_SIDE}")
+
+
+_RESULT_CHECKS: dict[str, Callable[[Report, Path, str], None]] = {
+    "psf_linear.npz": _check_psf,
+    "energy.json": _check_energy,
+    "paths.npz": _check_paths,
+    "metrics.json": _check_metrics,
+    "retinal_linear.npz": _check_retinal,
+    "preview.png": _check_png,
+}
+
+
+# ---------------------------------------------------------------------------------------------- entry
+
+
+def validate_submission(path: str | os.PathLike) -> Report:
+    """Check a professional-track submission folder against the contract.
+
+    Parameters
+    ----------
+    path : path-like
+        The submission folder (``manifest.json``, ``run``, ``source/``, ``model/``, ``results/``, ...).
+
+    Returns
+    -------
+    Report
+        Every issue found, each naming the file (relative to ``path``) and the field. A submission is valid
+        when ``report.ok``. Unreadable or hostile content becomes an issue; nothing is executed.
+    """
+    root = Path(path)
+    report = Report(str(path))
+    try:
+        st = os.lstat(root)
+    except OSError as exc:
+        report.add(".", "", f"cannot read the submission folder: {exc.strerror or exc}")
+        return report
+    if not stat.S_ISDIR(st.st_mode):
+        report.add(".", "", "the submission must be a folder (not a link or a file)")
+        return report
+    tree = _Tree(root, report)
+
+    def need_file(rel: str, check: Callable[[Report, Path, str], None]) -> None:
+        _check_file(report, root, tree, rel, check)
+
+    need_file("manifest.json", _check_manifest)
+    _check_run(report, root, tree)
+    if not tree.is_dir("source"):
+        report.add("source", "", "missing: the solver and environment-building code")
+    elif not any(k.startswith("source/") and v == "file" for k, v in tree.kinds.items()):
+        report.add("source", "", "holds no file")
+    need_file("model/eye.json", _check_eye)
+    need_file("experiments.json", lambda r, p, rel: _check_experiments(r, p, rel, tree))
+    need_file("report.md", _check_report_md)
+
+    if not tree.is_dir("results"):
+        report.add("results", "", "missing: one folder per case, results/<case>/")
+        return report
+    _check_cases(report, root, tree, "results")
+    return report
+
+
+def validate_results(path: str | os.PathLike) -> Report:
+    """Check a folder of case results, such as the OUTPUT a submission's ``run`` writes.
+
+    Parameters
+    ----------
+    path : path-like
+        A folder of ``<case>/`` sub-folders, each with the six result files of the contract.
+
+    Returns
+    -------
+    Report
+        As for :func:`validate_submission`, with file names relative to ``path``.
+    """
+    root = Path(path)
+    report = Report(str(path))
+    try:
+        st = os.lstat(root)
+    except OSError as exc:
+        report.add(".", "", f"cannot read the results folder: {exc.strerror or exc}")
+        return report
+    if not stat.S_ISDIR(st.st_mode):
+        report.add(".", "", "the results must be a folder (not a link or a file)")
+        return report
+    _check_cases(report, root, _Tree(root, report), ".")
+    return report
+
+
+def _check_file(report: Report, root: Path, tree: _Tree, rel: str,
+                check: Callable[[Report, Path, str], None]) -> None:
+    """Run ``check`` on ``rel`` if it is a regular file; otherwise say what it is (once)."""
+    if tree.is_file(rel):
+        try:
+            check(report, root, rel)
+        except (OSError, ValueError, MemoryError) as exc:  # last guard: report, never crash
+            report.add(rel, "", f"unreadable: {exc}")
+    elif rel in tree.kinds:
+        report.add(rel, "", "must be a regular file")
+    elif not _reported(report, rel):
+        report.add(rel, "", "missing")
+
+
+def _check_cases(report: Report, root: Path, tree: _Tree, base: str) -> None:
+    """Check every ``<base>/<case>/`` folder for the six result files."""
+    for case_rel in (tree.children(base) if base != "." else sorted(k for k in tree.kinds if "/" not in k)):
+        case = case_rel.rsplit("/", 1)[-1]
+        report.cases.append(case)
+        if not tree.is_dir(case_rel):
+            report.add(case_rel, "", f"only case folders belong in {base}/")
+            continue
+        if not CASE_ID.match(case):
+            report.add(case_rel, "", "case id must be letters, digits, '_', '.', '-' (no leading dot)")
+            continue
+        for name in RESULT_FILES:
+            _check_file(report, root, tree, f"{case_rel}/{name}", _RESULT_CHECKS[name])
+    if not report.cases:
+        report.add(base, "", "holds no case folder")
+
+
+def _reported(report: Report, rel: str) -> bool:
+    """True if the walk already reported ``rel`` (a refused link or special file): say it once."""
+    return any(i.file == rel for i in report.issues)
