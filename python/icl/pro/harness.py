@@ -69,13 +69,32 @@ MEMORY_PATTERNS = re.compile(rb"MemoryError|Unable to allocate|Cannot allocate m
 FORK_PATTERNS = re.compile(rb"Resource temporarily unavailable|BlockingIOError|fork: retry|"
                            rb"can't fork|Cannot fork", re.I)
 
+# Trusted, runs as the sandbox's first program (before privileges are dropped): it reports the network
+# counters of the namespace before and after, and the rusage of the program and the descendants it waited
+# for, on fd 3, which the program does not inherit.
 _WRAPPER = r"""
-# Trusted: runs before the program, with the namespace's network counters on fd 3 (not passed on).
-{ echo "#before"; cat /proc/net/snmp /proc/net/snmp6; } >&3 2>/dev/null
-"$@" 3>&-
-rc=$?
-{ echo "#after"; cat /proc/net/snmp /proc/net/snmp6; } >&3 2>/dev/null
-exit $rc
+import os, sys
+def snap():
+    text = ""
+    for name in ("/proc/net/snmp", "/proc/net/snmp6"):
+        try:
+            with open(name) as fh:
+                text += fh.read()
+        except OSError:
+            pass
+    return text
+os.write(3, ("#before\n" + snap()).encode())
+pid = os.fork()
+if pid == 0:
+    os.close(3)
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    finally:
+        os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+code = os.waitstatus_to_exitcode(status)
+os.write(3, ("#after\n" + snap() + "#rusage %r %r %d\n" % (ru.ru_utime, ru.ru_stime, ru.ru_maxrss)).encode())
+sys.exit(code if code >= 0 else 128 - code)
 """
 #: Counters that grow when a packet is sent or a send finds no route (IPv4 and IPv6).
 NETWORK_COUNTERS = ("Ip.OutRequests", "Ip.OutNoRoutes", "Tcp.ActiveOpens", "Udp.OutDatagrams",
@@ -162,6 +181,7 @@ class RunRecord:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     peak_rss_bytes: int = 0
+    usage_source: str = ""
     peak_processes: int = 0
     limits: dict[str, Any] = field(default_factory=dict)
     limits_hit: list[str] = field(default_factory=list)
@@ -297,6 +317,12 @@ def _environment(path: str, limits: Limits, has_site: bool) -> dict[str, str]:
     return env
 
 
+def _wrapper_python() -> str:
+    """The interpreter that runs the trusted wrapper: the harness's own base installation (mounted)."""
+    exe = Path(sys.base_prefix) / "bin" / "python3"
+    return str(exe) if exe.exists() else "/usr/bin/python3"
+
+
 def _drop_privileges(uid: int | None) -> list[str]:
     """``setpriv`` prefix that becomes ``uid`` with no capability (empty when the harness is not root)."""
     if uid is None:
@@ -330,7 +356,7 @@ def _bwrap_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], roo
             argv += ["--perms", "0755", "--dir", m.dest]
     for k, v in env.items():
         argv += ["--setenv", k, v]
-    return [*argv, "--chdir", "/tmp", "/bin/sh", "-c", _WRAPPER, "wrapper", *inner]
+    return [*argv, "--chdir", "/tmp", _wrapper_python(), "-I", "-S", "-c", _WRAPPER, *inner]
 
 
 def _unshare_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], newroot: Path,
@@ -366,7 +392,7 @@ def _unshare_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], n
                          f"sandbox-tmp {dest}")
     lines.append(f"mount -o remount,ro {r}")
     env_args = " ".join(q(f"{k}={v}") for k, v in env.items())
-    lines.append(f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} /bin/sh -c {q(_WRAPPER)} wrapper "
+    lines.append(f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} {q(_wrapper_python())} -I -S -c {q(_WRAPPER)} "
                  + " ".join(q(a) for a in inner))
     script = "\n".join(lines)
     user = [] if root_user else ["--user", "--map-root-user"]
@@ -447,20 +473,23 @@ def _kill_sandbox(proc: subprocess.Popen) -> None:
         pass
 
 
-def _network_packets(text: str) -> int | None:
-    """Packets sent (or refused for lack of a route) inside the sandbox's network namespace."""
+def _parse_status(text: str) -> tuple[int | None, float | None, int | None]:
+    """Read the wrapper's report: (packets sent or unroutable, CPU seconds, peak RSS in bytes).
+
+    Each is None when the sandbox was killed before the program returned (the wrapper died with it).
+    """
     if "#after" not in text:
-        return None  # the sandbox was killed before the program returned
+        return None, None, None
 
     def counters(block: str) -> dict[str, int]:
         out: dict[str, int] = {}
         lines = block.splitlines()
-        for head, vals in zip(lines, lines[1:]):
+        for head, vals in zip(lines, lines[1:]):  # /proc/net/snmp: a header line, then its values
             h, v = head.split(), vals.split()
             if h and v and h[0] == v[0] and h[0].endswith(":") and len(h) == len(v):
                 for k, x in zip(h[1:], v[1:]):
                     out[f"{h[0][:-1]}.{k}"] = int(x) if x.lstrip("-").isdigit() else 0
-        for line in lines:
+        for line in lines:  # /proc/net/snmp6: one "name value" per line
             parts = line.split()
             if len(parts) == 2 and parts[1].isdigit():
                 out[parts[0]] = int(parts[1])
@@ -468,7 +497,33 @@ def _network_packets(text: str) -> int | None:
 
     before_text, after_text = text.split("#after", 1)
     before, after = counters(before_text), counters(after_text)
-    return sum(after.get(k, 0) - before.get(k, 0) for k in NETWORK_COUNTERS)
+    packets = sum(after.get(k, 0) - before.get(k, 0) for k in NETWORK_COUNTERS)
+    m = re.search(r"^#rusage (\S+) (\S+) (\d+)$", after_text, re.M)
+    if not m:
+        return packets, None, None
+    return packets, float(m.group(1)) + float(m.group(2)), int(m.group(3)) * 1024  # ru_maxrss is KiB
+
+
+def _sample_usage(uid: int, cpu: dict[int, float]) -> tuple[int, int]:
+    """Processes of ``uid`` now and their largest peak RSS (bytes); update ``cpu`` (pid -> CPU seconds)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    count, peak = 0, 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            status = Path(entry.path, "status").read_text()
+        except (OSError, IndexError):
+            continue
+        count += 1
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        m = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+        if m:
+            peak = max(peak, int(m.group(1)) * 1024)
+    return count, peak
 
 
 def _preexec(limits: Limits, status_fd: int, cpus: list[int]) -> None:
@@ -608,14 +663,17 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     status_thread.start()
     killed_for = None
     next_size = start
-    rusage = None
+    sampled_cpu: dict[int, float] = {}
+    sampled_peak = 0
     while True:
-        pid, wstatus, rusage = os.wait4(proc.pid, os.WNOHANG)
+        pid, wstatus, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
         now = time.monotonic()
         if root_user:
-            record.peak_processes = max(record.peak_processes, _count_user_processes(uid))
+            count, peak = _sample_usage(uid, sampled_cpu)
+            record.peak_processes = max(record.peak_processes, count)
+            sampled_peak = max(sampled_peak, peak)
         if killed_for is None and now - start > limits.timeout_s:
             killed_for = "timeout"
             _kill_sandbox(proc)
@@ -632,8 +690,13 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     if newroot is not None:
         newroot.rmdir()
 
-    record.cpu_s = round(rusage.ru_utime + rusage.ru_stime, 3)
-    record.peak_rss_bytes = int(rusage.ru_maxrss) * 1024  # Linux reports KiB
+    packets, cpu_s, peak = _parse_status(status_text.decode("utf-8", "replace"))
+    record.network_packets = packets
+    # The wrapper's rusage covers every process the program waited for; when the sandbox was killed it is
+    # gone, and the watchdog's samples (a lower bound) stand in.
+    record.usage_source = "wait4" if cpu_s is not None else "sampled"
+    record.cpu_s = round(cpu_s if cpu_s is not None else sum(sampled_cpu.values()), 3)
+    record.peak_rss_bytes = peak if peak is not None else sampled_peak
     code = proc.returncode
     record.exit_status = code
     sig = code - 128 if code > 128 else (-code if code < 0 else 0)
@@ -642,7 +705,6 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
             record.signal = signal.Signals(sig).name
         except ValueError:
             record.signal = str(sig)
-    record.network_packets = _network_packets(status_text.decode("utf-8", "replace"))
     _classify(record, limits, killed_for, bytes(err.data))
     _collect_artifacts(record, output_dir)
     record.code_sha256_after = tree_sha256(submission)
