@@ -8,7 +8,7 @@ from icl._paths import cases_dir
 from icl.errors import InputError
 from icl.patient.annotate import page_bytes
 from icl.patient.schema import load_predictions, load_reports, prediction_schema, report_schema
-from _patient_helpers import circle, doc, record
+from test_patient_helpers import circle, doc, record
 
 SEED_EXAMPLE = {"predictions": [{
     "target_id": "SYN-001|V1|OD|P01", "presence_probability": 0.9,

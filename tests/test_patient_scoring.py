@@ -9,7 +9,7 @@ from scipy.integrate import quad
 from icl.patient.geometry import band_mask, chamfer_distance, distance_to_curve
 from icl.patient.schema import load_predictions, load_reports
 from icl.patient.scoring import MaskCache, bootstrap_ci, match_features, score, score_report
-from _patient_helpers import circle, doc, prediction, record
+from test_patient_helpers import circle, doc, prediction, record
 
 TARGET = "P1|V1|OD|P01"
 

@@ -1,9 +1,13 @@
-"""Builders of small, valid patient-layer documents shared by the patient tests."""
+"""Builders of small, valid patient-layer documents shared by the patient tests (and a check that they are valid)."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+import jsonschema
+
+from icl.patient.schema import report_schema
 
 BASE_RECORD: dict[str, Any] = {
     "target_id": "P1|V1|OD|P01", "patient_id": "P1", "visit_id": "V1", "eye": "OD", "condition_id": "P01",
@@ -44,3 +48,7 @@ def doc(*records: dict[str, Any]) -> dict[str, Any]:
 
 def prediction(target: str, features: list[dict[str, Any]], p: float = 1.0, **extra: Any) -> dict[str, Any]:
     return {"target_id": target, "presence_probability": p, "features": features, **extra}
+
+
+def test_builders_make_schema_valid_records():
+    jsonschema.validate(doc(record([circle()]), record([], repeat="R2", presence="absent")), report_schema())
