@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from icl.io import write_json, write_npz
 from icl.pro.cli_harness import COMMANDS
 from icl.pro.contract import Issue, manifest_schema, validate_results, validate_submission
+from icl.pro.harness import tree_sha256
 
 N = 16  # image side of the test results: small, and even so the origin falls between pixels
 PITCH = 4.0  # arcsec, the halo-track pitch
@@ -232,6 +233,7 @@ def test_cli_validate(sub: Path) -> None:
     ok = runner.invoke(cmd, [str(sub), "--json"])
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output)["ok"] is True
+    assert json.loads(ok.output)["code_sha256"] == tree_sha256(sub)
     (sub / "report.md").write_text("   \n")
     bad = runner.invoke(cmd, [str(sub)])
     assert bad.exit_code == 1

@@ -18,14 +18,18 @@ def pro_validate(submission: Path, as_json: bool) -> None:
 
     from icl.io import dumps_json
     from icl.pro.contract import validate_submission
+    from icl.pro.harness import tree_sha256
 
     report = validate_submission(submission)
+    # The hash to freeze the code with (pass it to pro-run --frozen-hash); only for a valid submission.
+    code_hash = tree_sha256(submission) if report.ok else None
     if as_json:
-        click.echo(dumps_json(report.to_dict()), nl=False)
+        click.echo(dumps_json({**report.to_dict(), "code_sha256": code_hash}), nl=False)
     else:
         console = Console(soft_wrap=True)
         if report.ok:
             console.print(f"[green]valid[/green]: {submission} ({len(report.cases)} case(s))")
+            console.print(f"code sha256: {code_hash}")
         else:
             table = Table("file", "field", "problem", title=f"{submission}: {len(report.issues)} problem(s)")
             for issue in report.issues:

@@ -550,6 +550,8 @@ def _prepare_output(output_dir: Path) -> None:
 
 def _collect_artifacts(record: RunRecord, output_dir: Path) -> None:
     """Hash every file in OUTPUT; remove links and special files (they could point readers at the host)."""
+    if os.geteuid() == 0:
+        os.chown(output_dir, 0, 0)
     for dirpath, dirnames, filenames in os.walk(output_dir):
         dirnames.sort()
         for name in sorted(dirnames + filenames):
