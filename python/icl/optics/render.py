@@ -76,7 +76,7 @@ def support_samples(scene: Scene, sampling: Sampling) -> int:
     # band edge is bounded by pitch * D / lambda plus the guard cells of the pupil grid.
     lam = min(lam for s in scene.sources for lam, _ in s.spectrum) * 1e-9
     band = min(det.pitch_arcsec * ARCSEC * scene.pupil.diameter_mm * 1e-3 / lam + 0.01, MAX_BAND)
-    margin = tap_halfwidth(band, sampling.tap_tolerance) + 1
+    margin = tap_halfwidth(round(band, 6), sampling.tap_tolerance) + 1
     return 2 * (int(math.ceil(radius * 60.0 / det.pitch_arcsec)) + margin)
 
 

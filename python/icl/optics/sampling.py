@@ -32,16 +32,20 @@ class Sampling:
     fft_factor : float
         FFT period divided by the support window (>= 1). Larger values push the periodic copies of
         the far field further out and sample the pupil more finely.
+    min_pupil_samples : int
+        Lower bound on the pupil samples across its diameter, so that small detectors still resolve
+        the 0.36 mm hole (about 29 samples across it at the default).
     support_arcmin : float or None
         Half-width of the PSF support window; by default detector half-width + largest source offset
         + largest extent radius (DESIGN.md section 4).
     tap_tolerance : float
-        Pixel-integration taps are truncated where they fall below this fraction of their peak.
+        Largest error allowed in the pixel-integration filter's response on the intensity band.
     """
 
     fft_factor: float = 4.0
+    min_pupil_samples: int = 256
     support_arcmin: float | None = None
-    tap_tolerance: float = 1e-12
+    tap_tolerance: float = 1e-10
 
 
 def _taper(f: np.ndarray, xb: float) -> np.ndarray:
@@ -56,24 +60,52 @@ def _taper(f: np.ndarray, xb: float) -> np.ndarray:
 
 
 _EDGE_Z = 5.3  # erfc(5.3) / 2 ~ 1e-13: the taper's deviation at the band edge and at Nyquist
-_L = 4096  # frequency samples for the tap integrals (trapezoid rule, spectrally exact here)
+_L = 4096  # frequency samples for the disk kernel's integral (trapezoid rule, spectrally exact here)
+_GAUSS = np.polynomial.legendre.leggauss(96)  # nodes on the band for the least-squares tap design
+
+
+def _ls_taps(delta: float, xb: float, k: int) -> tuple[np.ndarray, float]:
+    """Least-squares taps for offsets m = -k-1..k matching sinc(f) exp(2 pi i f delta) on |f| <= xb.
+
+    Returns the taps (indexed by m) and the largest response error on the band.
+    """
+    g, w = _GAUSS
+    f, wf = xb * g, np.sqrt(xb * w)
+    m = np.arange(-k - 1, k + 1)  # taps centred on the pixel: positions m + delta in [-k - 1, k + 1)
+    a = np.exp(2j * np.pi * np.outer(f, m + delta)) * wf[:, None]
+    target = np.sinc(f) * wf
+    h = np.linalg.lstsq(np.vstack([a.real, a.imag]), np.concatenate([target, np.zeros_like(target)]),
+                        rcond=None)[0]
+    fe = np.linspace(-xb, xb, 2001)
+    resp = np.exp(2j * np.pi * np.outer(fe, m + delta)) @ h
+    return h, float(np.abs(resp - np.sinc(fe)).max())
+
+
+@lru_cache(maxsize=64)
+def _taper_halfwidth(xb: float, tol: float) -> int:
+    """Half-width beyond which the tapered kernel's taps stay below ``tol`` of their peak."""
+    f = np.fft.fftfreq(_L)
+    m = np.fft.fftfreq(_L, 1.0 / _L)
+    g = np.fft.ifft(np.sinc(f) * _taper(f, xb)).real
+    return int(np.abs(m[np.abs(g) >= tol * np.abs(g).max()]).max()) + 1
 
 
 @lru_cache(maxsize=64)
 def tap_halfwidth(xb: float, tol: float) -> int:
-    """Smallest K with |g(t)| < tol * max|g| for |t| > K, over sub-pixel offsets 0 and 1/2."""
-    f = np.fft.fftfreq(_L)
-    k = 0
-    for delta in (0.0, 0.5):
-        g = np.fft.ifft(np.sinc(f) * _taper(f, xb) * np.exp(2j * np.pi * f * delta)).real
-        m = np.fft.fftfreq(_L, 1.0 / _L)
-        big = np.abs(g) >= tol * np.abs(g).max()
-        k = max(k, int(np.abs(m[big]).max()) + 1)
-    return k
+    """Smallest k whose 2k + 2 least-squares taps meet ``tol`` on the band for every sub-pixel offset."""
+    for k in range(2, 64):
+        if all(_ls_taps(delta, xb, k)[1] <= tol for delta in (0.0, 0.25, 0.5)):
+            return k
+    raise ValueError(f"no pixel-integration filter reaches {tol} for band {xb}")
 
 
 def pixel_taps(delta: float, xb: float, tol: float) -> np.ndarray:
-    """Taps ``g(K - b + delta)``, b = 0..2K, of the band-limited pixel-integration kernel.
+    """Taps ``t[b] = g(k - b + delta)``, b = 0..2k+1, of the pixel-integration kernel.
+
+    ``g(t)`` integrates the band-limited intensity over a pixel centred at ``t`` samples; the sum
+    ``sum_b t[b] s[j0 + b]`` is the flux of the pixel centred at ``j0 + k + delta``. The taps are the
+    least-squares fit of the exact response ``sinc(f) exp(2 pi i f delta)`` on the band ``|f| <= xb``;
+    outside the band the samples carry nothing, so the response there does not matter.
 
     Parameters
     ----------
@@ -82,13 +114,12 @@ def pixel_taps(delta: float, xb: float, tol: float) -> np.ndarray:
     xb : float
         Band edge of the intensity in cycles per pixel.
     tol : float
-        Relative truncation level of the taps.
+        Largest allowed response error on the band.
     """
-    k = tap_halfwidth(round(xb, 6), tol)
-    f = np.fft.fftfreq(_L)
-    g = np.fft.ifft(np.sinc(f) * _taper(f, round(xb, 6)) * np.exp(2j * np.pi * f * delta)).real
-    m = np.arange(k, -k - 1, -1)
-    return np.ascontiguousarray(g[m % _L])
+    xb = round(xb, 6)
+    k = tap_halfwidth(xb, tol)
+    h, _ = _ls_taps(delta, xb, k)
+    return np.ascontiguousarray(h[::-1])
 
 
 def disk_kernel(delta_y: float, delta_x: float, diameter_px: float, xb: float, tol: float) -> tuple[np.ndarray, int]:
@@ -96,7 +127,7 @@ def disk_kernel(delta_y: float, delta_x: float, diameter_px: float, xb: float, t
 
     Returns the kernel of shape (2 K2 + 1, 2 K2 + 1) and K2.
     """
-    k2 = int(math.ceil(diameter_px / 2.0)) + tap_halfwidth(round(xb, 6), tol) + 1
+    k2 = int(math.ceil(diameter_px / 2.0)) + _taper_halfwidth(round(xb, 6), tol) + 1
     n = int(core.fast_length(max(64, 4 * (2 * k2 + 1))))
     f = np.fft.fftfreq(n)
     fy, fx = f[:, None], f[None, :]
@@ -138,7 +169,9 @@ class Grid:
 def make_grid(wavelength_m: float, pitch_rad: float, pupil_diameter_m: float, support: int,
               sampling: Sampling) -> Grid:
     """Choose the FFT length for a support of ``support`` samples and derive the pupil grid."""
-    m = int(core.fast_length(int(math.ceil(sampling.fft_factor * support))))
+    # du = lambda / (m p) <= D / min_pupil_samples bounds m from below as well.
+    m_pupil = sampling.min_pupil_samples * wavelength_m / (pupil_diameter_m * pitch_rad)
+    m = int(core.fast_length(int(math.ceil(max(sampling.fft_factor * support, m_pupil)))))
     du = wavelength_m / (m * pitch_rad)
     n = int(math.ceil(pupil_diameter_m / du)) + 2
     if n > m:
