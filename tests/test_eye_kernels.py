@@ -1,0 +1,161 @@
+"""The C++ ray kernels against plain NumPy twins (1e-10 relative) and against optical identities."""
+
+import math
+
+import numpy as np
+import pytest
+
+from icl._core_loader import core
+from icl.eye.trace import CLIPPED, TIR, WALL, Placement, Rays, Step, Surface, TraceOptions, trace
+
+RTOL = 1e-10  # the twin repeats the same arithmetic in a different order: rounding only
+
+
+def twin_step(s: Surface, pl: Placement, n1, n2, rays: Rays, opts=TraceOptions()):
+    """Obviously-correct NumPy version of one surface (same definitions as cpp/raytrace.cpp)."""
+    rot = pl.matrix()
+    origin = pl.pivot + rot[:, 2] * s.offset
+    p = np.stack([rays.x, rays.y, rays.z]) - origin[:, None]
+    d = np.stack([rays.l, rays.m, rays.n])
+    x, y, z = rot.T @ p
+    l, m, n = rot.T @ d
+    c, k = s.curvature, s.conic
+
+    def sag(r2):
+        q = 1 - (1 + k) * c * c * r2
+        zz = c * r2 / (1 + np.sqrt(q))
+        dz = 0.5 * c / np.sqrt(q)
+        a4, a6, a8, a10 = s.asphere
+        zz = zz + r2**2 * (a4 + r2 * (a6 + r2 * (a8 + r2 * a10)))
+        dz = dz + r2 * (2 * a4 + r2 * (3 * a6 + r2 * (4 * a8 + r2 * 5 * a10)))
+        return zz, dz
+
+    if c == 0:
+        t = -z / n
+    else:
+        ck = c * (1 + k)
+        a = c * (l * l + m * m) + ck * n * n
+        bh = c * (x * l + y * m) + ck * z * n - n
+        cc = c * (x * x + y * y) + ck * z * z - 2 * z
+        disc = bh * bh - a * cc
+        t = cc / (-bh + np.copysign(np.sqrt(disc), -bh))
+    if any(s.asphere):
+        for _ in range(40):
+            hx, hy = x + t * l, y + t * m
+            zs, dz = sag(hx * hx + hy * hy)
+            dt = (z + t * n - zs) / (n - 2 * dz * (hx * l + hy * m))
+            t = t - dt
+            if np.all(np.abs(dt) <= 1e-13 * (1 + np.abs(t))):
+                break
+    hx, hy, hz = x + t * l, y + t * m, z + t * n
+    r2 = hx * hx + hy * hy
+    dz = sag(r2)[1] if c != 0 or any(s.asphere) else 0 * r2
+    nv = np.stack([-2 * dz * hx, -2 * dz * hy, np.ones_like(hx)])
+    nv = nv / np.linalg.norm(nv, axis=0)
+    ci = np.sum(np.stack([l, m, n]) * nv, axis=0)
+    nv = np.where(ci < 0, -nv, nv)
+    ci = np.abs(ci)
+    mu = n1 / n2
+    ct = np.sqrt(1 - mu * mu * (1 - ci * ci))
+    rs = (n1 * ci - n2 * ct) / (n1 * ci + n2 * ct)
+    rp = (n2 * ci - n1 * ct) / (n2 * ci + n1 * ct)
+    if s.reflect:
+        dn = np.stack([l, m, n]) - 2 * ci * nv
+        coef = 0.5 * (rs**2 + rp**2)
+    else:
+        dn = mu * np.stack([l, m, n]) + (ct - mu * ci) * nv
+        coef = 1 - 0.5 * (rs**2 + rp**2)
+    pg = rot @ np.stack([hx, hy, hz]) + origin[:, None]
+    dg = rot @ dn
+    return pg, dg, rays.opl + n1 * t, rays.w * coef, r2
+
+
+def random_rays(rng, count, z0=-1.0, spread=1.5, tilt=0.1):
+    x, y = rng.uniform(-spread, spread, (2, count))
+    l, m = rng.uniform(-tilt, tilt, (2, count))
+    return Rays.start(x, y, np.full(count, z0), l, m, np.ones(count))
+
+
+SURFACES = [
+    Surface("plane"),
+    Surface("sphere", 7.72),
+    Surface("concave", -6.0),
+    Surface("conic", 7.72, -0.26),
+    Surface("oblate", 10.2, 2.5),
+    Surface("asphere", 6.0, -1.0, (1e-3, -2e-5, 3e-7, -1e-9)),
+]
+PLACEMENTS = [Placement(), Placement(0.3, -0.2, 0.5, 2.0, -3.0, 17.0)]
+
+
+@pytest.mark.parametrize("surf", SURFACES, ids=lambda s: s.name)
+@pytest.mark.parametrize("pl", PLACEMENTS, ids=["centred", "placed"])
+@pytest.mark.parametrize("reflect", [False, True], ids=["refract", "reflect"])
+def test_step_matches_numpy_twin(surf, pl, reflect):
+    rng = np.random.default_rng(20261027)
+    rays = random_rays(rng, 2000)
+    s = Surface(surf.name, surf.radius, surf.conic, surf.asphere, offset=0.2, reflect=reflect)
+    out = trace([Step(s, pl, 1.0, 1.376)], rays)
+    assert np.all(out.flags == 0)
+    pg, dg, opl, w, _ = twin_step(s, pl, 1.0, 1.376, rays)
+    for got, want in zip((out.x, out.y, out.z, out.l, out.m, out.n), (*pg, *dg)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(out.opl, opl, rtol=RTOL)
+    np.testing.assert_allclose(out.w, w, rtol=RTOL)
+    # Snell's law holds on the normal's tangent plane and the direction stays unit.
+    np.testing.assert_allclose(out.l**2 + out.m**2 + out.n**2, 1.0, rtol=1e-14)
+
+
+def test_fresnel_matches_twin_and_conserves_energy():
+    ci = np.linspace(0.0, 1.0, 1001)[1:]
+    for n1, n2 in ((1.0, 1.376), (1.45, 1.3388), (1.3388, 1.45)):
+        rs, rp, ts, tp, r, t = core.fresnel(n1, n2, ci)
+        mu = n1 / n2
+        st2 = mu * mu * (1 - ci * ci)
+        ok = st2 <= 1
+        ct = np.sqrt(np.where(ok, 1 - st2, 0.0))
+        np.testing.assert_allclose(rs[ok], ((n1 * ci - n2 * ct) / (n1 * ci + n2 * ct))[ok], rtol=RTOL, atol=1e-15)
+        np.testing.assert_allclose(tp[ok], (2 * n1 * ci / (n2 * ci + n1 * ct))[ok], rtol=RTOL)
+        # R + T = 1 with T computed independently from the transmitted amplitudes (beam-area factor).
+        np.testing.assert_allclose((r + t)[ok], 1.0, rtol=0, atol=1e-14)
+        assert np.all(r[~ok] == 1.0) and np.all(t[~ok] == 0.0)
+        # Normal incidence: ((n1 - n2) / (n1 + n2))^2.
+        assert r[-1] == pytest.approx(((n1 - n2) / (n1 + n2)) ** 2, rel=1e-14)
+
+
+def test_flags_tir_aperture_wall():
+    rays = Rays.start([0.0, 0.5, 1.0, 2.0], 0.0, -1.0, [0.0, 0.0, 0.9, 0.0], 0.0, [1.0, 1.0, 0.3, 1.0])
+    # Dense to rare at a steep angle: total internal reflection for the third ray only.
+    out = trace([Step(Surface("p"), Placement(), 1.45, 1.0)], rays)
+    assert list(out.flags) == [0, 0, TIR, 0]
+    ann = Surface("ann", aperture=(0.2, 1.5))
+    assert list(trace([Step(ann, Placement(), 1.0, 1.0)], rays).flags) == [CLIPPED, 0, CLIPPED, CLIPPED]
+    # A wall of radius 0.3 (stay outside): the oblique ray from x=1 crosses the axis region.
+    walled = Surface("w", wall=(0.3, -1))
+    got = trace([Step(walled, Placement(), 1.0, 1.0)], rays, TraceOptions()).flags
+    assert got[0] == WALL and got[1] == 0 and got[3] == 0
+    assert np.all(trace([Step(walled, Placement(), 1.0, 1.0)], rays, TraceOptions(apertures=False)).flags == 0)
+
+
+def test_threads_do_not_change_results():
+    rng = np.random.default_rng(7)
+    rays = random_rays(rng, 50_000)
+    steps = [Step(s, Placement(), 1.0, 1.4) for s in SURFACES[3:4]] + [Step(SURFACES[5], Placement(z=0.5), 1.4, 1.33)]
+    old = core.num_threads()
+    try:
+        core.set_num_threads(1)
+        a = trace(steps, rays)
+        core.set_num_threads(2)
+        b = trace(steps, rays)
+    finally:
+        core.set_num_threads(old)
+    for x, y in zip(a.arrays(), b.arrays()):
+        assert np.array_equal(x, y)
+
+
+def test_asphere_newton_guard_flags_a_miss():
+    # Beyond r = R the base sphere has no sag: Newton must stop and flag the ray instead of looping.
+    s = Surface("bad", 2.0, 0.0, (1e-4, 0.0, 0.0, 0.0))
+    rays = Rays.start([0.1, 3.0], 0.0, -1.0, 0.0, 0.0, 1.0)
+    out = trace([Step(s, Placement(), 1.0, 1.5)], rays)
+    assert out.flags[0] == 0 and out.flags[1] != 0
+    assert math.isfinite(out.x[1])
