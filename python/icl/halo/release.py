@@ -1,0 +1,212 @@
+"""Generate the halo release of DESIGN.md section 5: public task, private references, gallery, manifest."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from icl.halo.cases import FIRST_DARK, Condition, HaloCase, ResearchCard, load_cases
+from icl.halo.ring import measure_ring, polar_grid, polar_profile, wick_centre
+from icl.io import atomic_write_bytes, write_json, write_manifest, write_npz
+from icl.optics import RenderResult, render
+
+RELEASE_FORMAT = "icl-halo-release/1"
+PREDICTION_ITEMS = {
+    "wick_position": "Position of each source's main image (arcmin), recorded apart from the input source angle.",
+    "halo_centre": "Centre of the halo relative to fixation (arcmin); not replaced by the whole-image centroid.",
+    "relative_offset": "Halo centre minus wick position, kept apart from a prism shift of the whole pattern.",
+    "radius_width": "Ring radius and radial FWHM; for non-circular structure direction radii, contour or axes.",
+    "completeness": "Full circle, arc, broken or several rings; an arc is not claimed as a whole circle.",
+    "azimuthal_brightness": "Energy along different angles, unevenness and hot spots.",
+    "ring_peaks": "Number of rings and their peaks under a stated peak-detection rule; noise peaks are not rings.",
+    "energy_contrast": "Ring-band energy, wick-to-background contrast, in linear values.",
+    "visibility_uncertainty": "Optical signal versus detectability at a stated threshold versus perception; "
+                              "intervals or 'unknown' when the inputs do not decide.",
+}
+
+
+def main_lobe_radius(cond: Condition, source_index: int) -> float:
+    """Radius (arcmin) of the main-lobe disk: first dark ring at the longest wavelength plus the extent radius."""
+    src = cond.scene.sources[source_index]
+    lam = max(w for w, _ in src.spectrum)
+    lod = lam * 1e-9 / (cond.scene.pupil.diameter_mm * 1e-3) / (math.pi / 10800.0)
+    return FIRST_DARK * lod + src.extent.radius_arcmin
+
+
+def expected_wick(cond: Condition, source_index: int) -> tuple[float, float]:
+    """Geometric wick: source position plus the prism shift of the decentred optic (arcmin)."""
+    src = cond.scene.sources[source_index]
+    px, py = cond.prism_arcmin()
+    return (src.x_arcmin + px, src.y_arcmin + py)
+
+
+@dataclass
+class Reference:
+    """Rendered reference of one condition and its measured geometry."""
+
+    condition: Condition
+    result: RenderResult
+    record: dict
+
+
+def _clean(a: np.ndarray) -> list:
+    """Nested lists with NaN written as null (JSON has no NaN)."""
+    return [[None if not math.isfinite(v) else float(v) for v in row] for row in np.asarray(a).tolist()]
+
+
+def build_reference(cond: Condition) -> Reference:
+    """Render one condition and measure its wick, calibration ring, ledger and polar profiles."""
+    res = render(cond.scene)
+    axis = res.x_arcmin
+    half_width = len(axis) * res.angular_pixel_arcsec / 120.0
+    radii, angles = polar_grid()
+    sources, profiles = [], []
+    for k, src in enumerate(cond.scene.sources):
+        comp = res.components[k]
+        exp = expected_wick(cond, k)
+        lobe = main_lobe_radius(cond, k)
+        wick = wick_centre(comp, axis, lobe, start=exp) if abs(exp[0]) < half_width and abs(exp[1]) < half_width \
+            else None
+        entry = {"id": src.id, "input_position_arcmin": [src.x_arcmin, src.y_arcmin],
+                 "prism_arcmin": list(cond.prism_arcmin()), "expected_wick_arcmin": list(exp),
+                 "wick_arcmin": list(wick) if wick else None,
+                 "wick_minus_input_arcmin": [wick[0] - src.x_arcmin, wick[1] - src.y_arcmin] if wick else None,
+                 "main_lobe_radius_arcmin": lobe, "energy_ledger": res.ledgers[k]}
+        if cond.calibration_ring:
+            ring = measure_ring(comp, axis, cond.lambda_over_d_arcmin(), start=exp)
+            entry["calibration_ring"] = ring
+            rc = ring.get("ring_centre_arcmin")
+            entry["ring_minus_wick_arcmin"] = [rc[0] - wick[0], rc[1] - wick[1]] if rc and wick else None
+            entry["analytic"] = cond.analytic()
+        sources.append(entry)
+        anchor = wick or exp
+        profiles.append(_clean(polar_profile(comp, axis, anchor)))
+    record = {"condition": cond.id, "case": cond.case, "label": cond.label,
+              "calibration_ring": cond.calibration_ring, "complex_field": cond.complex_field,
+              "zero_flux": cond.zero_flux, "scene": cond.scene_json, "sources": sources,
+              "ledger": res.ledger, "sampling": res.sampling,
+              "polar": {"radii_arcmin": radii, "angles_deg": angles,
+                        "anchor": "measured wick of each source (expected wick when it has no flux)",
+                        "units": "flux per pixel, bilinear between pixel centres; null outside the window",
+                        "profiles": profiles}}
+    return Reference(cond, res, record)
+
+
+def _task_text(case: HaloCase, cond: Condition) -> str:
+    items = ", ".join(i.replace("_", " ") for i in case.predict)
+    return (f"{case.title}. This is condition {cond.id} ({cond.label}). Render the linear pixel flux of every "
+            f"source of the scene on the 512 x 512 grid given in 'grid' (4 arcsec pixels, row = +y, column = "
+            f"+x, pixel centres (j - 255.5) * 4 arcsec), one component per source in the listed order, and "
+            f"predict: {items}.")
+
+
+SUBMISSION = {
+    "folder": "one file <condition>.npz per condition, e.g. H01_a.npz; missing files score 0",
+    "arrays": {
+        "components": "float64 [n_sources, 512, 512]: linear flux per pixel of each source in the scene's "
+                      "order, including its flux, never normalised per image",
+        "scene": "float64 [512, 512]: the sum of the components (relative tolerance 1e-6)",
+        "angular_pixel_arcsec": "scalar 4.0",
+    },
+    "rules": ["no negative values (below -1e-12 of the reference peak), NaN or Inf",
+              "no energy gain: a source records at most its flux times the sum of its spectral weights",
+              "no pickled or object arrays; at most 64 MiB per file",
+              "a condition that breaks a rule scores 0 with the reason; the total is not renormalised"],
+}
+
+
+def public_document(cases: list[HaloCase], research: list[ResearchCard], axis: np.ndarray) -> dict:
+    """The participant-facing ``halo_cases.json``: inputs, grid, tasks and format; no answers."""
+    out_cases = []
+    for case in cases:
+        out_cases.append({
+            "id": case.id, "title": case.title, "purpose": case.purpose, "predict": list(case.predict),
+            "conditions": [{"id": c.id, "label": c.label, "scene": c.scene_json, "task": _task_text(case, c)}
+                           for c in case.conditions]})
+    return {"format": "icl-halo-cases/1",
+            "grid": {"n": len(axis), "angular_pixel_arcsec": 4.0, "x_arcmin": axis, "y_arcmin": axis,
+                     "convention": "fixation at (0, 0); +x right, +y up; arrays [row = +y, column = +x]; "
+                                   "a pixel holds the flux falling on it, in units of the source flux"},
+            "prediction_items": PREDICTION_ITEMS, "submission": SUBMISSION, "cases": out_cases,
+            "research_cards": [{"id": r.id, "question": r.question, "inputs_required": list(r.inputs_required),
+                                "truth": r.truth, "note": r.note, "scored": False} for r in research]}
+
+
+PUBLIC_README = """# ICL-Bench halo release: public part
+
+`halo_cases.json` holds 14 paired cases (28 conditions, `H01_a` ... `H14_b`) and 6 research cards
+(`R15`-`R20`, not scored, no answers exist). Each condition gives a complete scene: sources (position in
+arcmin, flux, spectrum, point or uniform disk), the thin-phase eye (pupil diameter, myopic excess, ICL
+power, cylinder, decentre, optic zone, hole) and the detector (512 x 512 pixels of 4 arcsec).
+
+## Coordinates
+Fixation is (0, 0) arcmin; +x right, +y up. Arrays are indexed `[row, column]` with row growing with +y
+and column with +x; pixel centres lie at `(j - 255.5) * 4` arcsec, listed in `grid.x_arcmin`,
+`grid.y_arcmin`. A pixel holds the flux falling on it (intensity integrated over the pixel), linear, in
+units of the source flux. No recentring, no per-image exposure; light that falls outside the window is
+lost, never wrapped to the other side.
+
+## What to return
+A folder with one `<condition>.npz` per condition holding `components` (float [n_sources, 512, 512], one
+per source in the scene's order), `scene` (their sum) and `angular_pixel_arcsec` (4.0). Negative values,
+NaN/Inf, energy gain, a wrong shape or pitch, or a scene that is not the sum of its components make that
+condition score 0; a missing condition scores 0 and still counts.
+
+Structured predictions of the items in `prediction_items` follow `prediction.schema.json` of the package
+(`icl halo-validate-prediction FILE` checks one). The automatic score reads the arrays only; it is called
+`halo_development_score` and is not a clinical accuracy.
+"""
+
+
+def generate(output: str | Path, gallery: bool = True, progress: bool = True,
+             cases_directory: str | Path | None = None) -> dict:
+    """Write the release to ``output`` and return its manifest.
+
+    Parameters
+    ----------
+    output : path
+        Release folder (created; existing files of the same names are replaced).
+    gallery : bool
+        Also draw the evaluator-only gallery.
+    progress : bool
+        Show a progress bar on stderr.
+    cases_directory : path, optional
+        Case files to use instead of the installed ``cases/halo``.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    out = Path(output)
+    cases, research = load_cases(cases_directory)
+    refs: dict[str, Reference] = {}
+    conds = [c for case in cases for c in case.conditions]
+    steps = len(conds) + (len(cases) if gallery else 0)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  disable=not progress, transient=False) as bar:
+        task = bar.add_task("halo release", total=steps)
+        for cond in conds:
+            bar.update(task, description=f"render {cond.id}")
+            ref = build_reference(cond)
+            refs[cond.id] = ref
+            write_npz(out / "private" / f"{cond.id}.npz", components=ref.result.components,
+                      scene=ref.result.scene, angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
+                      x_arcmin=ref.result.x_arcmin, y_arcmin=ref.result.y_arcmin)
+            write_json(out / "private" / f"{cond.id}.json", ref.record)
+            bar.advance(task)
+        axis = next(iter(refs.values())).result.x_arcmin
+        write_json(out / "public" / "halo_cases.json", public_document(cases, research, axis))
+        atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
+        if gallery:
+            from icl.halo.gallery import write_gallery
+
+            def tick(case_id: str) -> None:
+                bar.update(task, description=f"gallery {case_id}")
+                bar.advance(task)
+
+            write_gallery(out / "gallery", cases, refs, on_case=tick)
+    return write_manifest(out, {"format": RELEASE_FORMAT, "gallery": gallery,
+                                "parameters": {"n": 512, "angular_pixel_arcsec": 4.0,
+                                               "cases": [c.id for c in cases],
+                                               "research_cards": [r.id for r in research]}})
