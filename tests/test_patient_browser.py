@@ -3,7 +3,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from icl.patient.annotate import make_server
 from icl.patient.schema import load_reports
 from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS, PAGE, canvas_point
@@ -11,8 +10,8 @@ from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS, PAGE, canvas_point
 pytestmark = pytest.mark.browser
 
 RULER_MM, DISTANCE_MM = 52.9, 400.0
-K = 200.0 / RULER_MM * DISTANCE_MM          # CSS px per unit tangent
-ONE_PX_DEG = math.degrees(1.0 / K)          # ~0.038 deg: mouse positions are whole CSS pixels
+K = 200.0 / RULER_MM * DISTANCE_MM  # CSS px per unit tangent
+ONE_PX_DEG = math.degrees(1.0 / K)  # ~0.038 deg: mouse positions are whole CSS pixels
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +57,7 @@ def test_calibrate_draw_export_validates_and_stays_offline(browser, tmp_path):
     page.select_option("#q_presence", "v:yes")
     page.select_option("#q_visibility", "v:7")
 
-    page.click("#nextRepeat")                # repeat R1 kept, shapes and answers cleared
+    page.click("#nextRepeat")  # repeat R1 kept, shapes and answers cleared
     assert page.text_content("#repeatId") == "R2"
     assert page.locator("#featlist button").count() == 0
     assert page.input_value("#q_presence") == "no_answer"
@@ -70,11 +69,15 @@ def test_calibrate_draw_export_validates_and_stays_offline(browser, tmp_path):
     dl.value.save_as(out)
     ctx.close()
 
-    reports = load_reports(out)               # JSON schema plus the cross-field rules
+    reports = load_reports(out)  # JSON schema plus the cross-field rules
     r1, r2 = reports.records
     assert (r1["repeat_id"], r2["repeat_id"]) == ("R1", "R2")
-    assert r1["target_id"] == "SYN-042|V1|OD|P01" and r1["presence"] == "present" and r2["presence"] == "absent"
-    assert r1["calibration"]["ruler_mm"] == RULER_MM and r1["calibration"]["viewing_distance_mm"] == DISTANCE_MM
+    assert (
+        r1["target_id"] == "SYN-042|V1|OD|P01" and r1["presence"] == "present" and r2["presence"] == "absent"
+    )
+    assert (
+        r1["calibration"]["ruler_mm"] == RULER_MM and r1["calibration"]["viewing_distance_mm"] == DISTANCE_MM
+    )
     (f,) = r1["features"]
     assert f["kind"] == "circle" and f["source_id"] == "L1" and f["confirmed"] is True
     assert f["width_deg"] == 0.35
@@ -85,7 +88,7 @@ def test_calibrate_draw_export_validates_and_stays_offline(browser, tmp_path):
     assert r1["symptoms"]["visibility"] == 7 and r2["features"] == [] and r2["symptoms"]["visibility"] is None
     assert r1["status"]["draft"] is False and r1["status"]["calibration_changed"] is False
     assert not errors
-    assert requests == [url], requests         # no request beyond the page file itself
+    assert requests == [url], requests  # no request beyond the page file itself
 
 
 def test_served_page_makes_no_other_request(browser):

@@ -6,7 +6,6 @@ import urllib.request
 
 import pytest
 from click.testing import CliRunner
-
 from icl.cli import main
 from icl.patient.annotate import make_server, page_bytes
 from icl.patient.schema import load_reports
@@ -21,16 +20,24 @@ def demo(tmp_path_factory):
 
 
 def score(ref, pred, out, *extra):
-    return CliRunner().invoke(main, ["patient-score", "--reference", str(ref), "--predictions", str(pred),
-                                     "--output", str(out), *extra])
+    return CliRunner().invoke(
+        main,
+        ["patient-score", "--reference", str(ref), "--predictions", str(pred), "--output", str(out), *extra],
+    )
 
 
 def test_demo_is_deterministic_and_fictional(demo, tmp_path):
     again = tmp_path / "again"
     assert CliRunner().invoke(main, ["patient-demo", "--output", str(again)]).exit_code == 0
     files = sorted(p.relative_to(demo).as_posix() for p in demo.rglob("*") if p.is_file())
-    assert files == ["README.md", "manifest.json", "predictions/demo_prediction.json",
-                     "private/oracle_prediction.json", "private/reference.json", "public/targets.json"]
+    assert files == [
+        "README.md",
+        "manifest.json",
+        "predictions/demo_prediction.json",
+        "private/oracle_prediction.json",
+        "private/reference.json",
+        "public/targets.json",
+    ]
     for rel in files:
         assert (demo / rel).read_bytes() == (again / rel).read_bytes(), rel
         assert "fictional" in (demo / rel).read_text().lower(), rel
@@ -44,8 +51,10 @@ def test_demo_is_deterministic_and_fictional(demo, tmp_path):
 def test_demo_scores(demo, tmp_path):
     ref = demo / "private" / "reference.json"
     out = {}
-    for name, pred in (("demo", demo / "predictions" / "demo_prediction.json"),
-                       ("oracle", demo / "private" / "oracle_prediction.json")):
+    for name, pred in (
+        ("demo", demo / "predictions" / "demo_prediction.json"),
+        ("oracle", demo / "private" / "oracle_prediction.json"),
+    ):
         res = score(ref, pred, tmp_path / f"{name}.json")
         assert res.exit_code == 0, res.output
         assert "Patient-perception development score" in res.output
@@ -57,11 +66,19 @@ def test_demo_scores(demo, tmp_path):
     assert d["patient_perception_score"] == pytest.approx(56.18, abs=0.01)
     assert o["patient_perception_score"] == pytest.approx(76.99, abs=0.01)
     assert d["counts"]["eligible_repeats"] == 42 and d["counts"]["excluded_records"] == 6
-    assert d["exclusions"]["by_reason"] == {"draft": 1, "fewer_than_2_repeats": 1, "presence_unsure": 1,
-                                            "recall": 1, "screen_match": 1, "source_uncertain": 1}
+    assert d["exclusions"]["by_reason"] == {
+        "draft": 1,
+        "fewer_than_2_repeats": 1,
+        "presence_unsure": 1,
+        "recall": 1,
+        "screen_match": 1,
+        "source_uncertain": 1,
+    }
     lo, hi = d["ci95_patient_bootstrap"]
     assert lo < d["patient_perception_score"] < hi
-    assert o["radius_interval"]["n"] == 0 and o["radius_interval"]["coverage"] is None  # no interval, no claim
+    assert (
+        o["radius_interval"]["n"] == 0 and o["radius_interval"]["coverage"] is None
+    )  # no interval, no claim
 
 
 def test_score_file_is_byte_reproducible(demo, tmp_path):
@@ -94,15 +111,22 @@ def test_broken_prediction_file_scores_zero_with_reason(demo, tmp_path):
 
 
 def test_raster_option_is_bounded(demo, tmp_path):
-    res = score(demo / "private" / "reference.json", demo / "predictions" / "demo_prediction.json",
-                tmp_path / "s.json", "--raster", "1024")
+    res = score(
+        demo / "private" / "reference.json",
+        demo / "predictions" / "demo_prediction.json",
+        tmp_path / "s.json",
+        "--raster",
+        "1024",
+    )
     assert res.exit_code == 2 and "64<=x<=512" in res.output
 
 
 def test_page_is_self_contained():
     html = page_bytes().decode()
     assert not re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/|@import", html, re.I)
-    assert "url(" not in html  # no CSS resource of any kind (URL.createObjectURL is the download, not a fetch)
+    assert (
+        "url(" not in html
+    )  # no CSS resource of any kind (URL.createObjectURL is the download, not a fetch)
     assert not re.search(r"<(link|img|iframe|object|embed|audio|video|source)\b|\bsrc=", html, re.I)
     assert not re.search(r"\b(fetch|XMLHttpRequest|WebSocket|EventSource|sendBeacon|importScripts)\b", html)
     assert "connect-src 'none'" in html and "default-src 'none'" in html

@@ -3,19 +3,36 @@ import json
 
 import jsonschema
 import pytest
-
 from icl._paths import cases_dir
 from icl.errors import InputError
 from icl.patient.annotate import page_bytes
 from icl.patient.schema import load_predictions, load_reports, prediction_schema, report_schema
 from test_patient_helpers import circle, doc, record
 
-SEED_EXAMPLE = {"predictions": [{
-    "target_id": "SYN-001|V1|OD|P01", "presence_probability": 0.9,
-    "features": [{"id": "F1", "source_id": "L1", "kind": "circle", "cx_deg": 0.1, "cy_deg": 0.0, "rx_deg": 1.2,
-                  "ry_deg": 1.2, "rotation_deg": 0, "width_deg": 0.2, "radius_interval_deg": [1.1, 1.3],
-                  "brightness8": [4, 3, 2, 1, 1, 2, 3, 4]}],
-    "symptoms": {"visibility": 6, "bother": 3}}]}
+SEED_EXAMPLE = {
+    "predictions": [
+        {
+            "target_id": "SYN-001|V1|OD|P01",
+            "presence_probability": 0.9,
+            "features": [
+                {
+                    "id": "F1",
+                    "source_id": "L1",
+                    "kind": "circle",
+                    "cx_deg": 0.1,
+                    "cy_deg": 0.0,
+                    "rx_deg": 1.2,
+                    "ry_deg": 1.2,
+                    "rotation_deg": 0,
+                    "width_deg": 0.2,
+                    "radius_interval_deg": [1.1, 1.3],
+                    "brightness8": [4, 3, 2, 1, 1, 2, 3, 4],
+                }
+            ],
+            "symptoms": {"visibility": 6, "bother": 3},
+        }
+    ]
+}
 
 
 def write(tmp_path, obj, name="r.json"):
@@ -35,11 +52,15 @@ def test_seed_prediction_example_validates_exactly(tmp_path):
     assert list(preds.valid) == ["SYN-001|V1|OD|P01"] and not preds.invalid and preds.fatal is None
 
 
-@pytest.mark.parametrize("kind,fields", [
-    ("ellipse", {"cx_deg": 0, "cy_deg": 0, "rx_deg": 1, "ry_deg": 0.5, "rotation_deg": 30}),
-    ("arc", {"cx_deg": 0, "cy_deg": 0, "rx_deg": 1, "start_deg": 90, "sweep_deg": 120}),
-    ("freehand", {"points_deg": [[0, 0], [1, 0.5], [2, 0]]}),
-], ids=["ellipse", "arc", "freehand"])
+@pytest.mark.parametrize(
+    "kind,fields",
+    [
+        ("ellipse", {"cx_deg": 0, "cy_deg": 0, "rx_deg": 1, "ry_deg": 0.5, "rotation_deg": 30}),
+        ("arc", {"cx_deg": 0, "cy_deg": 0, "rx_deg": 1, "start_deg": 90, "sweep_deg": 120}),
+        ("freehand", {"points_deg": [[0, 0], [1, 0.5], [2, 0]]}),
+    ],
+    ids=["ellipse", "arc", "freehand"],
+)
 def test_every_feature_kind_validates(tmp_path, kind, fields):
     feat = {"id": "F1", "source_id": "L1", "kind": kind, "width_deg": 0.2, **fields}
     reports = load_reports(write(tmp_path, doc(record([feat]))))
@@ -63,17 +84,21 @@ def test_pipe_in_an_id_part_is_rejected(tmp_path):
     assert exc.value.file == str(path) and exc.value.field == "records[0].patient_id"
 
 
-@pytest.mark.parametrize("mutate,field", [
-    (lambda r: r.update(target_id="P1|V1|OS|P01"), "records[0].target_id"),
-    (lambda r: r["features"][0].update(width_deg=-0.1), "records[0].features[0].width_deg"),
-    (lambda r: r["features"][0].update(source_id="L9"), "records[0].features[0].source_id"),
-    (lambda r: r["features"][0].update(ry_deg=2.0), "records[0].features[0].ry_deg"),
-    (lambda r: r["features"][0].pop("rx_deg"), "records[0].features[0]"),
-    (lambda r: r["features"][0].update(brightness8=[1, 2, 3]), "records[0].features[0].brightness8"),
-    (lambda r: r.update(presence="absent"), "records[0].features"),
-    (lambda r: r["stimulus"].update(ambient_lux="dark"), "records[0].stimulus.ambient_lux"),
-    (lambda r: r.update(features=[circle(f"F{k}") for k in range(9)]), "records[0].features"),
-], ids=["target", "width", "source", "round", "missing", "brightness", "absent", "lux", "nine"])
+@pytest.mark.parametrize(
+    "mutate,field",
+    [
+        (lambda r: r.update(target_id="P1|V1|OS|P01"), "records[0].target_id"),
+        (lambda r: r["features"][0].update(width_deg=-0.1), "records[0].features[0].width_deg"),
+        (lambda r: r["features"][0].update(source_id="L9"), "records[0].features[0].source_id"),
+        (lambda r: r["features"][0].update(ry_deg=2.0), "records[0].features[0].ry_deg"),
+        (lambda r: r["features"][0].pop("rx_deg"), "records[0].features[0]"),
+        (lambda r: r["features"][0].update(brightness8=[1, 2, 3]), "records[0].features[0].brightness8"),
+        (lambda r: r.update(presence="absent"), "records[0].features"),
+        (lambda r: r["stimulus"].update(ambient_lux="dark"), "records[0].stimulus.ambient_lux"),
+        (lambda r: r.update(features=[circle(f"F{k}") for k in range(9)]), "records[0].features"),
+    ],
+    ids=["target", "width", "source", "round", "missing", "brightness", "absent", "lux", "nine"],
+)
 def test_bad_report_names_file_and_field(tmp_path, mutate, field):
     rec = record([circle()])
     mutate(rec)
@@ -120,7 +145,8 @@ def test_unreadable_prediction_file_is_fatal_not_a_crash(tmp_path):
 def test_page_embeds_the_questionnaire_verbatim():
     html = page_bytes().decode()
     start = html.index('<script type="application/json" id="questionnaire">') + len(
-        '<script type="application/json" id="questionnaire">')
-    embedded = json.loads(html[start:html.index("</script>", start)])
+        '<script type="application/json" id="questionnaire">'
+    )
+    embedded = json.loads(html[start : html.index("</script>", start)])
     assert embedded == json.loads((cases_dir() / "patient" / "questionnaire.json").read_text())
     assert [c["id"] for c in embedded["conditions"]] == [f"P0{k}" for k in range(1, 8)]

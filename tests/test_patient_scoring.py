@@ -4,11 +4,10 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import quad
-
 from icl.patient.geometry import band_mask, chamfer_distance, distance_to_curve
 from icl.patient.schema import load_predictions, load_reports
 from icl.patient.scoring import MaskCache, bootstrap_ci, match_features, score, score_report
+from scipy.integrate import quad
 from test_patient_helpers import circle, doc, prediction, record
 
 TARGET = "P1|V1|OD|P01"
@@ -23,9 +22,21 @@ def run(tmp_path, records, predictions, n=256):
 
 
 def test_identical_prediction_scores_100(tmp_path):
-    feats = [circle("F1", r=1.2), circle("F2", r=2.0, w=0.3),
-             {"id": "F3", "source_id": "L2", "kind": "arc", "cx_deg": 4, "cy_deg": 0, "rx_deg": 1,
-              "start_deg": 30, "sweep_deg": 200, "width_deg": 0.25}]
+    feats = [
+        circle("F1", r=1.2),
+        circle("F2", r=2.0, w=0.3),
+        {
+            "id": "F3",
+            "source_id": "L2",
+            "kind": "arc",
+            "cx_deg": 4,
+            "cy_deg": 0,
+            "rx_deg": 1,
+            "start_deg": 30,
+            "sweep_deg": 200,
+            "width_deg": 0.25,
+        },
+    ]
     res = run(tmp_path, [record(feats), record(feats, repeat="R2")], [prediction(TARGET, feats)])
     # exact up to the ~1e-16 radial distance of arc samples to their own analytic arc
     assert res["patient_perception_score"] == pytest.approx(100.0, abs=1e-9)
@@ -44,8 +55,13 @@ def test_translated_circle_matches_the_chamfer_integral():
     # centre moved 0.25 deg: the distance from a point at angle phi on one circle to the other is
     # |sqrt(r^2 + s^2 - 2 r s cos phi) - r|, so d is its mean over phi (the same from both sides)
     r, s = 1.0, 0.25
-    d_exact = quad(lambda p: abs(math.sqrt(r * r + s * s - 2 * r * s * math.cos(p)) - r), 0, 2 * math.pi,
-                   points=[math.acos(s / (2 * r))], limit=200)[0] / (2 * math.pi)
+    d_exact = quad(
+        lambda p: abs(math.sqrt(r * r + s * s - 2 * r * s * math.cos(p)) - r),
+        0,
+        2 * math.pi,
+        points=[math.acos(s / (2 * r))],
+        limit=200,
+    )[0] / (2 * math.pi)
     res = score_report(prediction(TARGET, [circle(cx=s, r=r)]), record([circle(r=r)]), MaskCache(256))
     # 128 equal-angle samples of a function with two kinks: the rectangle rule is good to ~1e-4 deg here
     assert res["pairs"][0]["chamfer_deg"] == pytest.approx(d_exact, abs=5e-4)
@@ -85,22 +101,39 @@ def test_matching_is_the_exact_minimum_cost():
     rng = np.random.default_rng(7)
     masks = MaskCache(128)
     for _ in range(15):
+
         def feats(n, tag):
-            return [circle(f"{tag}{k}", src=str(rng.choice(["L1", "L2"])), cx=float(rng.uniform(-1, 1)),
-                           r=float(rng.uniform(0.8, 1.6)), w=float(rng.uniform(0.2, 0.6))) for k in range(n)]
+            return [
+                circle(
+                    f"{tag}{k}",
+                    src=str(rng.choice(["L1", "L2"])),
+                    cx=float(rng.uniform(-1, 1)),
+                    r=float(rng.uniform(0.8, 1.6)),
+                    w=float(rng.uniform(0.2, 0.6)),
+                )
+                for k in range(n)
+            ]
+
         pred, ref = feats(int(rng.integers(0, 4)), "p"), feats(int(rng.integers(0, 4)), "r")
         pairs = match_features(pred, ref, masks)
         got = sum(1 - v for _, _, v in pairs) + (len(pred) - len(pairs)) + (len(ref) - len(pairs))
 
-        def single(i, j):
+        def single(i, j, pred=pred, ref=ref):
             a, b = masks(pred[i]), masks(ref[j])
             return np.count_nonzero(a & b) / np.count_nonzero(a | b)
+
         best = len(pred) + len(ref)
         for k in range(min(len(pred), len(ref)) + 1):
             for ps in itertools.combinations(range(len(pred)), k):
                 for rs in itertools.permutations(range(len(ref)), k):
-                    if all(pred[i]["source_id"] == ref[j]["source_id"] for i, j in zip(ps, rs)):
-                        best = min(best, sum(1 - single(i, j) for i, j in zip(ps, rs)) + len(pred) + len(ref) - 2 * k)
+                    if all(pred[i]["source_id"] == ref[j]["source_id"] for i, j in zip(ps, rs, strict=True)):
+                        best = min(
+                            best,
+                            sum(1 - single(i, j) for i, j in zip(ps, rs, strict=True))
+                            + len(pred)
+                            + len(ref)
+                            - 2 * k,
+                        )
         assert got == pytest.approx(best, abs=1e-12)
 
 
@@ -136,14 +169,17 @@ def test_arc_distance_is_analytic_inside_and_to_the_ends_outside():
 
 def test_freehand_is_an_open_polyline():
     stroke = {"kind": "freehand", "points_deg": [[0.0, 0.0], [2.0, 0.0]], "width_deg": 0.2}
-    np.testing.assert_allclose(distance_to_curve(stroke, np.array([3.0, 1.0]), np.array([0.0, 1.0])), [1.0, 1.0])
+    np.testing.assert_allclose(
+        distance_to_curve(stroke, np.array([3.0, 1.0]), np.array([0.0, 1.0])), [1.0, 1.0]
+    )
     assert chamfer_distance(stroke, {**stroke, "points_deg": [[0.0, 0.5], [2.0, 0.5]]}) == pytest.approx(0.5)
 
 
 def test_radius_interval_and_brightness_hand_computed():
     ref = record([circle(r=1.2, brightness8=[4, 3, 2, 1, None, None, 0, 4])])
-    pred = prediction(TARGET, [circle(r=1.05, radius_interval_deg=[1.0, 1.1],
-                                      brightness8=[4, 4, 0, 1, 2, None, None, 4])])
+    pred = prediction(
+        TARGET, [circle(r=1.05, radius_interval_deg=[1.0, 1.1], brightness8=[4, 4, 0, 1, 2, None, None, 4])]
+    )
     pair = score_report(pred, ref, MaskCache(256))["pairs"][0]
     assert pair["interval"]["covered"] is False
     assert pair["interval"]["interval_score"] == pytest.approx(0.1 + 10 * 0.1)
@@ -157,19 +193,31 @@ def test_missing_targets_score_zero_and_keep_the_denominator(tmp_path):
     recs = [record(f), record(f, repeat="R2"), record(f, cond="P02"), record(f, cond="P02", repeat="R2")]
     res = run(tmp_path, recs, [prediction(TARGET, f)])
     assert res["patient_perception_score"] == pytest.approx(50.0)
-    assert res["missing_or_invalid"] == [{"target_id": "P1|V1|OD|P02", "reason": "no prediction for this target"}]
+    assert res["missing_or_invalid"] == [
+        {"target_id": "P1|V1|OD|P02", "reason": "no prediction for this target"}
+    ]
     assert res["ci95_patient_bootstrap"] is None  # one patient
 
 
 def test_exclusions_are_listed_with_reasons(tmp_path):
     f = [circle()]
-    recs = [record(f), record(f, repeat="R2"), record(f, repeat="R3", procedure="screen_match"),
-            record(f, cond="P02"), record([], cond="P02", repeat="R2", presence="unsure"),
-            record([circle(src="uncertain")], cond="P04", repeat="R1"), record(f, cond="P04", repeat="R2")]
+    recs = [
+        record(f),
+        record(f, repeat="R2"),
+        record(f, repeat="R3", procedure="screen_match"),
+        record(f, cond="P02"),
+        record([], cond="P02", repeat="R2", presence="unsure"),
+        record([circle(src="uncertain")], cond="P04", repeat="R1"),
+        record(f, cond="P04", repeat="R2"),
+    ]
     recs[-1]["stimulus"] = {**recs[-1]["stimulus"], "ambient_lux": 50.0}
     res = run(tmp_path, recs, [prediction(TARGET, f)])
-    assert res["exclusions"]["by_reason"] == {"fewer_than_2_repeats": 1, "inconsistent_metadata": 2,
-                                              "presence_unsure": 1, "screen_match": 1}
+    assert res["exclusions"]["by_reason"] == {
+        "fewer_than_2_repeats": 1,
+        "inconsistent_metadata": 2,
+        "presence_unsure": 1,
+        "screen_match": 1,
+    }
     assert res["counts"]["eligible_targets"] == 1 and res["counts"]["eligible_repeats"] == 2
     assert res["patient_perception_score"] == pytest.approx(100.0)
 

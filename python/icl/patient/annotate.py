@@ -11,12 +11,14 @@ import http.server
 from importlib import resources
 
 HOST = "127.0.0.1"
-CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
-       "connect-src 'none'; form-action 'none'; base-uri 'none'")
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
+    "connect-src 'none'; form-action 'none'; base-uri 'none'"
+)
 
 
 def page_bytes() -> bytes:
-    """The annotation page as UTF-8 bytes."""
+    """Return the annotation page as UTF-8 bytes."""
     return resources.files("icl.patient").joinpath("annotate.html").read_bytes()
 
 

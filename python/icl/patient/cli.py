@@ -6,8 +6,13 @@ import click
 
 
 @click.command("patient-annotate")
-@click.option("--port", default=8737, show_default=True, type=click.IntRange(0, 65535),
-              help="Port on 127.0.0.1 (0 picks a free one).")
+@click.option(
+    "--port",
+    default=8737,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port on 127.0.0.1 (0 picks a free one).",
+)
 @click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
 def patient_annotate(port: int, no_browser: bool) -> None:
     """Serve the halo annotation page on 127.0.0.1 (it stores and sends nothing)."""
@@ -39,15 +44,22 @@ def patient_demo(output: str, seed: int) -> None:
     from icl.patient.demo import build_demo
 
     manifest = build_demo(output, seed)
-    click.echo(f"wrote {len(manifest['files'])} files to {output} (fictional data; manifest.json lists hashes)")
+    click.echo(
+        f"wrote {len(manifest['files'])} files to {output} (fictional data; manifest.json lists hashes)"
+    )
 
 
 @click.command("patient-score")
 @click.option("--reference", required=True, type=click.Path(dir_okay=False), help="Report file (reference).")
 @click.option("--predictions", required=True, type=click.Path(dir_okay=False), help="Prediction file.")
 @click.option("--output", required=True, type=click.Path(dir_okay=False), help="Score file to write (JSON).")
-@click.option("--raster", default=256, show_default=True, type=click.IntRange(64, 512),
-              help="Raster size per axis of the fixed +/-15 deg frame.")
+@click.option(
+    "--raster",
+    default=256,
+    show_default=True,
+    type=click.IntRange(64, 512),
+    help="Raster size per axis of the fixed +/-15 deg frame.",
+)
 def patient_score(reference: str, predictions: str, output: str, raster: int) -> None:
     """Score a prediction file against patient reports (development score; not clinical)."""
     from pathlib import Path
@@ -58,12 +70,18 @@ def patient_score(reference: str, predictions: str, output: str, raster: int) ->
     from icl.patient.scoring import score
 
     reports = load_reports(reference)
-    sources = {tid: [s["id"] for s in recs[0]["stimulus"]["sources"]] for tid, recs in reports.targets.items()}
+    sources = {
+        tid: [s["id"] for s in recs[0]["stimulus"]["sources"]] for tid, recs in reports.targets.items()
+    }
     preds = load_predictions(predictions, sources)
     result = score(reports, preds, raster)
-    result["inputs"] = {"reference": {"file": Path(reference).name, "sha256": sha256_file(reference)},
-                        "predictions": {"file": Path(predictions).name,
-                                        "sha256": sha256_file(predictions) if Path(predictions).is_file() else None}}
+    result["inputs"] = {
+        "reference": {"file": Path(reference).name, "sha256": sha256_file(reference)},
+        "predictions": {
+            "file": Path(predictions).name,
+            "sha256": sha256_file(predictions) if Path(predictions).is_file() else None,
+        },
+    }
     write_json(output, result)
     print_summary(result)
     click.echo(f"score file: {output}")

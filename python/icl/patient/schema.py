@@ -1,8 +1,9 @@
 """Load and validate patient report files and prediction files (schema ``0.4.0-patient-draft``).
 
 JSON-schema checks come first (``cases/patient/*.schema.json``), then the rules a schema cannot express:
-``target_id`` equals its joined parts, no repeated target+repeat, feature ids unique, sources exist, a circle is
-round, ``absent`` carries no shape, one ``data_kind`` per file, and a radius point estimate lies in its interval.
+``target_id`` equals its joined parts, no repeated target+repeat, feature ids unique, sources exist, a
+circle is round, ``absent`` carries no shape, one ``data_kind`` per file, and a radius point estimate lies in
+its interval.
 Every error names the file and the field.
 """
 
@@ -27,13 +28,13 @@ TARGET_PARTS = ("patient_id", "visit_id", "eye", "condition_id")
 
 @functools.cache
 def report_schema() -> dict[str, Any]:
-    """The JSON schema of a report (reference) file."""
+    """Return the JSON schema of a report (reference) file."""
     return load_json(cases_dir() / "patient" / "report.schema.json")
 
 
 @functools.cache
 def prediction_schema() -> dict[str, Any]:
-    """The JSON schema of a prediction file."""
+    """Return the JSON schema of a prediction file."""
     return load_json(cases_dir() / "patient" / "prediction.schema.json")
 
 
@@ -54,7 +55,9 @@ def _path(parts) -> str:
 
 def _first_error(kind: str, obj: Any, ref: str | None = None) -> tuple[str, str] | None:
     """Return (field, message) of the deepest-first schema error, or None."""
-    errors = sorted(_validator(kind, ref).iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors = sorted(
+        _validator(kind, ref).iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+    )
     if not errors:
         return None
     err = jsonschema.exceptions.best_match(errors)
@@ -104,6 +107,7 @@ class Reports:
         ``synthetic`` or ``research`` (one per file).
     fictional : bool
         Top-level ``fictional`` flag.
+
     """
 
     file: str
@@ -120,6 +124,7 @@ def load_reports(path: str | os.PathLike) -> Reports:
     ------
     InputError
         Naming the file and the field of the first problem.
+
     """
     file = str(path)
     obj = load_json(path)
@@ -138,17 +143,26 @@ def validate_reports(obj: Mapping[str, Any], file: str) -> Reports:
         where = f"records[{i}]"
         expected = "|".join(rec[k] for k in TARGET_PARTS)
         if rec["target_id"] != expected:
-            raise InputError(f"target_id must be patient_id|visit_id|eye|condition_id = {expected!r}",
-                             file, f"{where}.target_id")
+            raise InputError(
+                f"target_id must be patient_id|visit_id|eye|condition_id = {expected!r}",
+                file,
+                f"{where}.target_id",
+            )
         key = (rec["target_id"], rec["repeat_id"])
         if key in seen:
-            raise InputError(f"target {key[0]!r} repeat {key[1]!r} appears twice; repeated records are refused",
-                             file, f"{where}.repeat_id")
+            raise InputError(
+                f"target {key[0]!r} repeat {key[1]!r} appears twice; repeated records are refused",
+                file,
+                f"{where}.repeat_id",
+            )
         seen.add(key)
         kinds.add(rec["data_kind"])
         if len(kinds) > 1:
-            raise InputError("synthetic and research records cannot be mixed in one file; score them in separate runs",
-                             file, f"{where}.data_kind")
+            raise InputError(
+                "synthetic and research records cannot be mixed in one file; score them in separate runs",
+                file,
+                f"{where}.data_kind",
+            )
         sources = [s["id"] for s in rec["stimulus"]["sources"]]
         if len(set(sources)) != len(sources):
             raise InputError("source ids repeat", file, f"{where}.stimulus.sources")
@@ -161,17 +175,27 @@ def validate_reports(obj: Mapping[str, Any], file: str) -> Reports:
                 raise InputError(f"feature id {feat['id']!r} repeats", file, f"{fw}.id")
             ids.add(feat["id"])
             if feat["source_id"] != UNCERTAIN and feat["source_id"] not in sources:
-                raise InputError(f"source {feat['source_id']!r} is not among the stimulus sources {sources}",
-                                 file, f"{fw}.source_id")
+                raise InputError(
+                    f"source {feat['source_id']!r} is not among the stimulus sources {sources}",
+                    file,
+                    f"{fw}.source_id",
+                )
             bad = check_feature_geometry(feat)
             if bad:
                 raise InputError(bad[1], file, f"{fw}.{bad[0]}")
         if rec["presence"] == "absent" and rec["features"]:
-            raise InputError("a report of no visible structure cannot carry features", file, f"{where}.features")
+            raise InputError(
+                "a report of no visible structure cannot carry features", file, f"{where}.features"
+            )
         targets.setdefault(rec["target_id"], []).append(rec)
     kind = kinds.pop() if kinds else "synthetic"
-    return Reports(file=file, records=list(obj["records"]), data_kind=kind,
-                   fictional=bool(obj.get("fictional", False)), targets=targets)
+    return Reports(
+        file=file,
+        records=list(obj["records"]),
+        data_kind=kind,
+        fictional=bool(obj.get("fictional", False)),
+        targets=targets,
+    )
 
 
 @dataclass
@@ -186,6 +210,7 @@ class Predictions:
         target_id (or ``predictions[i]`` when no id is readable) -> reason naming the field.
     fatal : str or None
         Set when the file as a whole is unreadable; every target then scores 0 with this reason.
+
     """
 
     file: str
@@ -202,7 +227,9 @@ def load_predictions(path: str | os.PathLike, sources: Mapping[str, list[str]] |
     path : path-like
         The prediction file.
     sources : mapping, optional
-        target_id -> source ids of that target; when given, unknown targets and unknown source ids are invalid.
+        target_id -> source ids of that target; when given, unknown targets and unknown source ids are
+        invalid.
+
     """
     file = str(path)
     out = Predictions(file=file)
@@ -222,8 +249,9 @@ def load_predictions(path: str | os.PathLike, sources: Mapping[str, list[str]] |
         tid = entry.get("target_id") if isinstance(entry, dict) else None
         key = tid if isinstance(tid, str) else f"predictions[{i}]"
         if key in out.valid or key in out.invalid:
-            out.invalid[key] = str(InputError("more than one prediction for this target", file,
-                                              f"predictions[{i}].target_id"))
+            out.invalid[key] = str(
+                InputError("more than one prediction for this target", file, f"predictions[{i}].target_id")
+            )
             out.valid.pop(key, None)
             continue
         reason = _entry_error(entry, i, sources, file)
@@ -248,10 +276,16 @@ def _entry_error(entry: Any, i: int, sources: Mapping[str, list[str]] | None, fi
         if feat["id"] in ids:
             return str(InputError(f"feature id {feat['id']!r} repeats", file, f"{fw}.id"))
         ids.add(feat["id"])
-        if sources is not None and feat["source_id"] != UNCERTAIN \
-                and feat["source_id"] not in sources[entry["target_id"]]:
-            return str(InputError(f"source {feat['source_id']!r} is not a source of this target",
-                                  file, f"{fw}.source_id"))
+        if (
+            sources is not None
+            and feat["source_id"] != UNCERTAIN
+            and feat["source_id"] not in sources[entry["target_id"]]
+        ):
+            return str(
+                InputError(
+                    f"source {feat['source_id']!r} is not a source of this target", file, f"{fw}.source_id"
+                )
+            )
         bad = check_feature_geometry(feat)
         if bad:
             return str(InputError(bad[1], file, f"{fw}.{bad[0]}"))

@@ -1,9 +1,9 @@
-"""Score predictions against patient reports (seed 002 sections 6-7).
+"""Score predictions against patient reports (definitions and reasons: ``docs/patient.md``).
 
 Per report ``S = 100 * [0.20 (1 - Brier) + 0.40 IoU + 0.20 C + 0.20 F]``; repeats are averaged within a
-target, targets within a patient, and patients weigh equally. Eligible targets without a valid prediction score
-0 and stay in the denominator. Everything else (radius intervals, symptom grades, 8-direction brightness,
-geometry errors, repeat-to-repeat agreement) is reported beside the score and never enters it.
+target, targets within a patient, and patients weigh equally. Eligible targets without a valid prediction
+score 0 and stay in the denominator. Everything else (radius intervals, symptom grades, 8-direction
+brightness, geometry errors, repeat-to-repeat agreement) is reported beside the score and never enters it.
 """
 
 from __future__ import annotations
@@ -30,14 +30,20 @@ from icl.patient.geometry import (
 from icl.patient.schema import UNCERTAIN, Predictions, Reports, point_radius
 
 WEIGHTS = {"brier": 0.20, "iou": 0.40, "C": 0.20, "F": 0.20}
-DISTANCE_SCALE_DEG = 0.25      # prototype sensitivity scale of C, not a clinical just-noticeable difference
+DISTANCE_SCALE_DEG = 0.25  # prototype sensitivity scale of C, not a clinical just-noticeable difference
 INTERVAL_NOMINAL = 0.80
-INTERVAL_PENALTY = 2.0 / (1.0 - INTERVAL_NOMINAL)   # = 10, the proper interval score factor 2/alpha
+INTERVAL_PENALTY = 2.0 / (1.0 - INTERVAL_NOMINAL)  # = 10, the proper interval score factor 2/alpha
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261027
 PRESENCE_THRESHOLD = 0.5
-MEASURED_STIMULUS = ("source_luminance_cd_m2", "ambient_lux", "adaptation_min", "source_distance_m",
-                     "source_diameter_mm", "postop_days")
+MEASURED_STIMULUS = (
+    "source_luminance_cd_m2",
+    "ambient_lux",
+    "adaptation_min",
+    "source_distance_m",
+    "source_diameter_mm",
+    "postop_days",
+)
 SYMPTOMS = ("visibility", "bother", "impact_7d")
 UNMATCHED_COST = 1.0
 _FORBIDDEN = 1e6
@@ -51,9 +57,15 @@ class MaskCache:
         self._masks: dict[str, np.ndarray] = {}
 
     def __call__(self, feat: Mapping[str, Any]) -> np.ndarray:
-        key = json.dumps({k: v for k, v in feat.items() if k not in ("id", "source_id", "confirmed",
-                                                                      "brightness8", "radius_interval_deg")},
-                         sort_keys=True)
+        """Return the band raster of ``feat``."""
+        key = json.dumps(
+            {
+                k: v
+                for k, v in feat.items()
+                if k not in ("id", "source_id", "confirmed", "brightness8", "radius_interval_deg")
+            },
+            sort_keys=True,
+        )
         if key not in self._masks:
             self._masks[key] = band_mask(feat, self.n)
         return self._masks[key]
@@ -64,8 +76,9 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.count_nonzero(a & b) / union) if union else 1.0
 
 
-def match_features(pred: Sequence[Mapping[str, Any]], ref: Sequence[Mapping[str, Any]],
-                   masks: MaskCache) -> list[tuple[int, int, float]]:
+def match_features(
+    pred: Sequence[Mapping[str, Any]], ref: Sequence[Mapping[str, Any]], masks: MaskCache
+) -> list[tuple[int, int, float]]:
     """Exact minimum-cost matching of predicted to reference features.
 
     A pair costs ``1 - IoU`` of the two single-feature bands and exists only when both name the same source; a
@@ -75,6 +88,7 @@ def match_features(pred: Sequence[Mapping[str, Any]], ref: Sequence[Mapping[str,
     Returns
     -------
     list of (pred index, ref index, single-feature IoU)
+
     """
     npred, nref = len(pred), len(ref)
     if npred == 0 or nref == 0:
@@ -91,8 +105,11 @@ def match_features(pred: Sequence[Mapping[str, Any]], ref: Sequence[Mapping[str,
     cost[npred + np.arange(nref), np.arange(nref)] = UNMATCHED_COST
     cost[npred:, nref:] = 0.0
     rows, cols = linear_sum_assignment(cost)
-    return [(int(i), int(j), float(ious[i, j])) for i, j in zip(rows, cols)
-            if i < npred and j < nref and cost[i, j] < _FORBIDDEN]
+    return [
+        (int(i), int(j), float(ious[i, j]))
+        for i, j in zip(rows, cols, strict=True)
+        if i < npred and j < nref and cost[i, j] < _FORBIDDEN
+    ]
 
 
 def _centre(feat: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -107,10 +124,18 @@ def _radii(feat: Mapping[str, Any]) -> tuple[float, float] | None:
 
 def _pair_details(p: Mapping[str, Any], r: Mapping[str, Any], iou: float) -> dict[str, Any]:
     d = chamfer_distance(p, r)
-    out: dict[str, Any] = {"pred_id": p["id"], "ref_id": r["id"], "source_id": r["source_id"], "iou": iou,
-                           "chamfer_deg": d, "c": float(np.exp(-d / DISTANCE_SCALE_DEG)),
-                           "width_error_deg": p["width_deg"] - r["width_deg"],
-                           "centre_error_deg": None, "rx_error_deg": None, "ry_error_deg": None}
+    out: dict[str, Any] = {
+        "pred_id": p["id"],
+        "ref_id": r["id"],
+        "source_id": r["source_id"],
+        "iou": iou,
+        "chamfer_deg": d,
+        "c": float(np.exp(-d / DISTANCE_SCALE_DEG)),
+        "width_error_deg": p["width_deg"] - r["width_deg"],
+        "centre_error_deg": None,
+        "rx_error_deg": None,
+        "ry_error_deg": None,
+    }
     cp, cr = _centre(p), _centre(r)
     if cp and cr:
         out["centre_error_deg"] = float(np.hypot(cp[0] - cr[0], cp[1] - cr[1]))
@@ -119,9 +144,13 @@ def _pair_details(p: Mapping[str, Any], r: Mapping[str, Any], iou: float) -> dic
     if "radius_interval_deg" in p and r["kind"] != "freehand":
         lo, hi = p["radius_interval_deg"]
         rad = point_radius(r)
-        out["interval"] = {"covered": bool(lo <= rad <= hi), "width_deg": hi - lo,
-                           "interval_score": (hi - lo) + INTERVAL_PENALTY * max(lo - rad, 0.0)
-                           + INTERVAL_PENALTY * max(rad - hi, 0.0)}
+        out["interval"] = {
+            "covered": bool(lo <= rad <= hi),
+            "width_deg": hi - lo,
+            "interval_score": (hi - lo)
+            + INTERVAL_PENALTY * max(lo - rad, 0.0)
+            + INTERVAL_PENALTY * max(rad - hi, 0.0),
+        }
     if r.get("brightness8") is not None:
         known = [k for k, v in enumerate(r["brightness8"]) if v is not None]
         pb = p.get("brightness8")
@@ -129,8 +158,10 @@ def _pair_details(p: Mapping[str, Any], r: Mapping[str, Any], iou: float) -> dic
         if known:
             out["brightness8"] = {
                 "coverage": len(both) / len(known),
-                "normalised_mae": (float(np.mean([abs(pb[k] - r["brightness8"][k]) for k in both])) / 4.0
-                                   if both else None)}
+                "normalised_mae": (
+                    float(np.mean([abs(pb[k] - r["brightness8"][k]) for k in both])) / 4.0 if both else None
+                ),
+            }
     return out
 
 
@@ -141,6 +172,7 @@ def score_report(pred: Mapping[str, Any], rec: Mapping[str, Any], masks: MaskCac
     -------
     dict
         ``S`` and its parts ``brier``, ``iou``, ``C``, ``F``, the match count and per-pair details.
+
     """
     y = 1.0 if rec["presence"] == "present" else 0.0
     prob = float(pred["presence_probability"])
@@ -160,12 +192,21 @@ def score_report(pred: Mapping[str, Any], rec: Mapping[str, Any], masks: MaskCac
     c = sum(p["c"] for p in pairs) / denom if denom else 1.0
     f1 = 2 * m / (len(pf) + len(rf)) if denom else 1.0
     s = 100.0 * (WEIGHTS["brier"] * (1 - brier) + WEIGHTS["iou"] * iou + WEIGHTS["C"] * c + WEIGHTS["F"] * f1)
-    return {"S": s, "brier": brier, "iou": iou, "C": c, "F": f1, "n_pred": len(pf), "n_ref": len(rf),
-            "matched": m, "pairs": pairs}
+    return {
+        "S": s,
+        "brier": brier,
+        "iou": iou,
+        "C": c,
+        "F": f1,
+        "n_pred": len(pf),
+        "n_ref": len(rf),
+        "matched": m,
+        "pairs": pairs,
+    }
 
 
 def record_exclusions(rec: Mapping[str, Any], masks: MaskCache) -> list[str]:
-    """Reasons (seed 002 section 7) that keep a record out of the main score; empty when it is eligible."""
+    """List the reasons that keep a record out of the main score (empty when it is eligible)."""
     why = []
     presence = rec["presence"]
     if presence in ("unsure", "no_answer"):
@@ -190,8 +231,9 @@ def record_exclusions(rec: Mapping[str, Any], masks: MaskCache) -> list[str]:
     if cal["ruler_mm"] is None or cal["viewing_distance_mm"] is None:
         why.append("not_calibrated")
     stim = rec["stimulus"]
-    if any(stim[k] is None for k in MEASURED_STIMULUS) or \
-            (rec["condition_id"].startswith("P03") and stim.get("gaze_deg") is None):
+    if any(stim[k] is None for k in MEASURED_STIMULUS) or (
+        rec["condition_id"].startswith("P03") and stim.get("gaze_deg") is None
+    ):
         why.append("unmeasured_stimulus")
     if presence == "present" and not rec["features"]:
         why.append("present_without_features")
@@ -225,8 +267,9 @@ def _hierarchical(values: Mapping[str, Mapping[str, Sequence[float]]]) -> float 
     return _mean(per_patient)
 
 
-def bootstrap_ci(patient_scores: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
-                 seed: int = BOOTSTRAP_SEED) -> list[float] | None:
+def bootstrap_ci(
+    patient_scores: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> list[float] | None:
     """Percentile 95 % interval of the patient macro mean, resampling patients; None under 2 patients."""
     s = np.asarray(patient_scores, dtype=float)
     if s.size < 2:
@@ -257,6 +300,7 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
     -------
     dict
         The score document (see ``docs/patient.md``).
+
     """
     if not RASTER_MIN <= raster_n <= RASTER_MAX:
         raise InputError(f"raster size {raster_n} outside {RASTER_MIN}-{RASTER_MAX}", None, "raster_n")
@@ -279,16 +323,18 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
             else:
                 good.append(rec)
         if len(good) < 2:
-            excluded_targets.append({"target_id": tid, "reason": "fewer_than_2_repeats",
-                                     "eligible_repeats": len(good)})
+            excluded_targets.append(
+                {"target_id": tid, "reason": "fewer_than_2_repeats", "eligible_repeats": len(good)}
+            )
             reasons["fewer_than_2_repeats"] += len(good)
             continue
         eligible[recs[0]["patient_id"]][tid] = good
 
     missing = []
     s_vals: dict[str, dict[str, list[float]]] = defaultdict(dict)
-    comp: dict[str, dict[str, dict[str, list[float]]]] = {k: defaultdict(dict) for k in
-                                                          ("brier", "iou", "C", "F")}
+    comp: dict[str, dict[str, dict[str, list[float]]]] = {
+        k: defaultdict(dict) for k in ("brier", "iou", "C", "F")
+    }
     sym: dict[str, dict[str, dict[str, list[float]]]] = {k: defaultdict(dict) for k in SYMPTOMS}
     agree: dict[str, dict[str, list[float]]] = defaultdict(dict)
     targets_out: dict[str, Any] = {}
@@ -296,8 +342,9 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
     thin_checks: list[float] = []
     for pid, tgts in sorted(eligible.items()):
         for tid, recs in sorted(tgts.items()):
-            agree[pid][tid] = [score_report(_as_prediction(a), b, masks)["S"]
-                               for a in recs for b in recs if a is not b]
+            agree[pid][tid] = [
+                score_report(_as_prediction(a), b, masks)["S"] for a in recs for b in recs if a is not b
+            ]
             pred = predictions.valid.get(tid)
             if pred is None:
                 reason = predictions.fatal or predictions.invalid.get(tid, "no prediction for this target")
@@ -321,7 +368,9 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
             s_vals[pid][tid] = [r["S"] for r in reps.values()]
             targets_out[tid] = {"score": float(np.mean(s_vals[pid][tid])), "repeats": reps}
 
-    patient_scores = {pid: float(np.mean([np.mean(v) for v in t.values()])) for pid, t in sorted(s_vals.items())}
+    patient_scores = {
+        pid: float(np.mean([np.mean(v) for v in t.values()])) for pid, t in sorted(s_vals.items())
+    }
     overall = _mean(list(patient_scores.values()))
     n_records = sum(len(v) for v in reports.targets.values())
     return {
@@ -344,55 +393,85 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
             "missing_or_invalid_targets": len(missing),
             "matched_pairs": len(pairs_all),
         },
-        "exclusions": {"by_reason": dict(sorted(reasons.items())), "targets": excluded_targets,
-                       "records": excluded_records},
+        "exclusions": {
+            "by_reason": dict(sorted(reasons.items())),
+            "targets": excluded_targets,
+            "records": excluded_records,
+        },
         "missing_or_invalid": missing,
-        "invalid_predictions_for_unknown_targets": {k: v for k, v in sorted(predictions.invalid.items())
-                                                    if k not in targets_out},
+        "invalid_predictions_for_unknown_targets": {
+            k: v for k, v in sorted(predictions.invalid.items()) if k not in targets_out
+        },
         "patients": patient_scores,
         "targets": targets_out,
         "radius_interval": _interval_summary(pairs_all),
-        "symptoms_mae": {k: {"mae": _hierarchical(v),
-                             "n": sum(len(x) for t in v.values() for x in t.values())} for k, v in sym.items()},
+        "symptoms_mae": {
+            k: {"mae": _hierarchical(v), "n": sum(len(x) for t in v.values() for x in t.values())}
+            for k, v in sym.items()
+        },
         "brightness8": _brightness_summary(pairs_all),
         "geometry": _geometry_summary(pairs_all),
-        "repeat_agreement": {"mean_S": _hierarchical(agree),
-                             "note": "context only: ordered pairs of eligible repeats scored against each other"},
-        "raster_check": {"raster_n": raster_n, "fine_n": fine.n if fine else None, "reports_with_thin_bands":
-                         len(thin_checks), "max_abs_iou_difference": max(thin_checks) if thin_checks else None},
-        "parameters": {"raster_n": raster_n, "frame_deg": FRAME_DEG, "weights": WEIGHTS,
-                       "distance_scale_deg": DISTANCE_SCALE_DEG, "curve_points": CURVE_POINTS,
-                       "presence_threshold": PRESENCE_THRESHOLD, "interval_nominal": INTERVAL_NOMINAL,
-                       "interval_penalty": INTERVAL_PENALTY, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
-                       "bootstrap_seed": BOOTSTRAP_SEED},
+        "repeat_agreement": {
+            "mean_S": _hierarchical(agree),
+            "note": "context only: ordered pairs of eligible repeats scored against each other",
+        },
+        "raster_check": {
+            "raster_n": raster_n,
+            "fine_n": fine.n if fine else None,
+            "reports_with_thin_bands": len(thin_checks),
+            "max_abs_iou_difference": max(thin_checks) if thin_checks else None,
+        },
+        "parameters": {
+            "raster_n": raster_n,
+            "frame_deg": FRAME_DEG,
+            "weights": WEIGHTS,
+            "distance_scale_deg": DISTANCE_SCALE_DEG,
+            "curve_points": CURVE_POINTS,
+            "presence_threshold": PRESENCE_THRESHOLD,
+            "interval_nominal": INTERVAL_NOMINAL,
+            "interval_penalty": INTERVAL_PENALTY,
+            "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+            "bootstrap_seed": BOOTSTRAP_SEED,
+        },
     }
 
 
 def _has_thin_band(pred: Mapping[str, Any], rec: Mapping[str, Any], n: int) -> bool:
-    """A band narrower than two pixels is where the raster size matters most (seed: check 256 against 512)."""
+    """Return True for a band under two pixels wide, where the raster size matters most."""
     pitch = 2 * FRAME_DEG / n
     return any(f["width_deg"] < 2 * pitch for f in list(pred["features"]) + list(rec["features"]))
 
 
 def _interval_summary(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     iv = [p["interval"] for p in pairs if "interval" in p]
-    return {"n": len(iv), "nominal": INTERVAL_NOMINAL,
-            "coverage": _mean([float(x["covered"]) for x in iv]),
-            "mean_width_deg": _mean([x["width_deg"] for x in iv]),
-            "mean_interval_score": _mean([x["interval_score"] for x in iv]),
-            "matched_pairs_without_interval": sum(1 for p in pairs if "interval" not in p)}
+    return {
+        "n": len(iv),
+        "nominal": INTERVAL_NOMINAL,
+        "coverage": _mean([float(x["covered"]) for x in iv]),
+        "mean_width_deg": _mean([x["width_deg"] for x in iv]),
+        "mean_interval_score": _mean([x["interval_score"] for x in iv]),
+        "matched_pairs_without_interval": sum(1 for p in pairs if "interval" not in p),
+    }
 
 
 def _brightness_summary(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     b = [p["brightness8"] for p in pairs if "brightness8" in p]
-    return {"n_pairs": len(b), "coverage": _mean([x["coverage"] for x in b]),
-            "normalised_mae": _mean([x["normalised_mae"] for x in b if x["normalised_mae"] is not None])}
+    return {
+        "n_pairs": len(b),
+        "coverage": _mean([x["coverage"] for x in b]),
+        "normalised_mae": _mean([x["normalised_mae"] for x in b if x["normalised_mae"] is not None]),
+    }
 
 
 def _geometry_summary(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     def mean_abs(key: str) -> float | None:
         return _mean([abs(p[key]) for p in pairs if p[key] is not None])
-    return {"n_pairs": len(pairs), "mean_centre_error_deg": mean_abs("centre_error_deg"),
-            "mean_abs_rx_error_deg": mean_abs("rx_error_deg"), "mean_abs_ry_error_deg": mean_abs("ry_error_deg"),
-            "mean_abs_width_error_deg": mean_abs("width_error_deg"),
-            "mean_chamfer_deg": mean_abs("chamfer_deg")}
+
+    return {
+        "n_pairs": len(pairs),
+        "mean_centre_error_deg": mean_abs("centre_error_deg"),
+        "mean_abs_rx_error_deg": mean_abs("rx_error_deg"),
+        "mean_abs_ry_error_deg": mean_abs("ry_error_deg"),
+        "mean_abs_width_error_deg": mean_abs("width_error_deg"),
+        "mean_chamfer_deg": mean_abs("chamfer_deg"),
+    }

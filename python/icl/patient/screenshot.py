@@ -11,16 +11,26 @@ import sys
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 PAGE = Path(__file__).with_name("annotate.html")
 
 
-def canvas_point(box: dict, size: tuple[float, float], k: float, x_deg: float, y_deg: float) -> tuple[float, float]:
+def canvas_point(
+    box: dict, size: tuple[float, float], k: float, x_deg: float, y_deg: float
+) -> tuple[float, float]:
     """Viewport coordinates of an angle on the drawing area (the page's own mapping, +y up)."""
     w, h = size
-    return (box["x"] + 1 + w / 2 + k * math.tan(math.radians(x_deg)),
-            box["y"] + 1 + h / 2 - k * math.tan(math.radians(y_deg)))
+    return (
+        box["x"] + 1 + w / 2 + k * math.tan(math.radians(x_deg)),
+        box["y"] + 1 + h / 2 - k * math.tan(math.radians(y_deg)),
+    )
 
 
 def main(out: str) -> None:
