@@ -1,0 +1,99 @@
+"""Navarro 1985 eye at 550 nm (3.2 mm entrance pupil): this tracer beside optiland.
+
+Prints power, EFL and RMS spot at the paraxial focus from both, and rays x surfaces per second for
+1e4..1e6 rays (apertures, optical path and Fresnel weights on). Run: python bench/raytrace_peers.py
+"""
+
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from icl._core_loader import core
+from icl.eye import Rays, navarro_1985, paraxial, trace
+from icl.eye.wavefront import pupil_rays
+
+warnings.filterwarnings("ignore")
+LAM = 550.0
+
+
+def ours(n_rays):
+    eye = navarro_1985()
+    par = paraxial(eye, None, LAM)
+    rng = np.random.default_rng(1)
+    r = np.sqrt(rng.uniform(0, 1, n_rays)) * 1.6
+    phi = rng.uniform(0, 2 * np.pi, n_rays)
+    rays = pupil_rays(r * np.cos(phi), r * np.sin(phi), (0.0, 0.0), par.entrance_pupil_z)
+    steps = [s.to_core() for s in eye.steps(LAM)]
+    for st in steps:
+        st.r_outer = 5.0  # clear apertures on
+    t0 = time.perf_counter()
+    out = trace(steps, rays)
+    return time.perf_counter() - t0, out, par
+
+
+def optiland_eye():
+    from optiland.materials import IdealMaterial
+    from optiland.optic import Optic
+
+    from icl.eye.media import NAVARRO_MEDIA
+
+    e = navarro_1985()
+    o = Optic()
+    o.surfaces.add(index=0, radius=np.inf, thickness=np.inf)
+    z_prev = 0.0
+    par = paraxial(e, None, LAM)
+    for i, (s, med) in enumerate(e.surfaces):
+        nxt = e.surfaces[i + 1][0].offset if i + 1 < len(e.surfaces) else par.back_focal_z
+        o.surfaces.add(index=i + 1, radius=s.radius, conic=s.conic, thickness=nxt - s.offset,
+                       material=IdealMaterial(NAVARRO_MEDIA[med.name].index(LAM)), is_stop=(i == 2))
+    o.surfaces.add(index=len(e.surfaces) + 1)
+    o.set_aperture(aperture_type="EPD", value=3.2)
+    o.fields.set_type(field_type="angle")
+    o.fields.add(y=0)
+    o.wavelengths.add(LAM / 1000, is_primary=True)
+    return o, z_prev
+
+
+def main():
+    core.set_num_threads(2)
+    _, out, par = ours(200_000)
+    n_vit = navarro_1985().surfaces[-1][1].index(LAM)
+    a = out.flags == 0
+    t = (par.back_focal_z - out.z[a]) / out.n[a]
+    x, y = out.x[a] + t * out.l[a], out.y[a] + t * out.m[a]
+    rms = np.sqrt(np.mean((x - x.mean()) ** 2 + (y - y.mean()) ** 2)) * 1e3
+    print(f"icl:      power {par.power_d:.4f} D  EFL {par.efl_mm:.5f} mm  n_vit {n_vit:.5f}  "
+          f"RMS spot at paraxial focus {rms:.3f} um (uniform random pupil)")
+    try:
+        from optiland.analysis import SpotDiagram
+
+        o, _ = optiland_eye()
+        p = o.paraxial
+        print(f"optiland: power {1000 / -p.f1():.4f} D  EFL {-p.f1():.5f} mm  "
+              f"RMS spot at paraxial focus {SpotDiagram(o, num_rings=32).rms_spot_radius()[0][0] * 1e3:.3f} um "
+              "(hexapolar, 32 rings)")
+        from optiland.rays import RealRays
+
+        for n in (10_000, 100_000, 1_000_000):
+            dt, _, _ = ours(n)
+            rng = np.random.default_rng(1)
+            r = np.sqrt(rng.uniform(0, 1, n)) * 1.6
+            ph = rng.uniform(0, 2 * np.pi, n)
+            rr = RealRays(r * np.cos(ph), r * np.sin(ph), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n),
+                          np.ones(n), np.full(n, LAM / 1000))
+            t0 = time.perf_counter()
+            o.surfaces.trace(rr)
+            dto = time.perf_counter() - t0
+            print(f"{n:>9d} rays: icl {4 * n / dt / 1e6:8.1f} M ray-surf/s   optiland {5 * n / dto / 1e6:6.2f} M ray-surf/s"
+                  f"   ratio {(4 * n / dt) / (5 * n / dto):6.1f}")
+    except ImportError:
+        print("optiland not installed: pip install optiland", file=sys.stderr)
+    for n in (10_000, 100_000, 1_000_000, 10_000_000):
+        dt, _, _ = ours(n)
+        print(f"{n:>9d} rays: icl {4 * n / dt / 1e6:8.1f} M ray-surfaces/s (2 threads)")
+
+
+if __name__ == "__main__":
+    main()
