@@ -1,0 +1,81 @@
+"""The professional data package: ``eye.json``, ``implant.json``, ``illumination.json``, ``detector.json``.
+
+Every physical parameter is ``{value, unit, source, uncertainty, status}`` with status one of
+``measured``, ``documented``, ``synthetic``, ``estimated``, ``unknown`` (seed section 3). A case folder
+holds the four files; :func:`scene_from_package` turns its thin-phase equivalent into a DESIGN.md
+section 4 scene.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from icl.errors import InputError
+from icl.io import load_json
+
+STATUSES = ("measured", "documented", "synthetic", "estimated", "unknown")
+PACKAGE_FILES = ("eye", "implant", "illumination", "detector")
+HOLE_MODELS = ("solid", "clear", "black", "index_matched")
+
+
+def param(value: Any, unit: str, source: str, status: str = "synthetic", uncertainty: Any = None) -> dict:
+    """One data-package parameter."""
+    if status not in STATUSES:
+        raise ValueError(f"status {status!r} not in {STATUSES}")
+    return {"value": value, "unit": unit, "source": source, "uncertainty": uncertainty, "status": status}
+
+
+def load_package(case_dir: str | Path) -> dict[str, dict]:
+    """Read the four files of a case folder, checking the parameter format."""
+    case_dir = Path(case_dir)
+    out = {}
+    for name in PACKAGE_FILES:
+        path = case_dir / f"{name}.json"
+        data = load_json(path)
+        if not isinstance(data, dict):
+            raise InputError("expected an object", str(path))
+        _check_params(data, str(path), "")
+        out[name] = data
+    return out
+
+
+def _check_params(obj: Any, file: str, where: str) -> None:
+    if isinstance(obj, dict):
+        if "status" in obj and "value" in obj:
+            missing = {"value", "unit", "source", "uncertainty", "status"} - set(obj)
+            if missing:
+                raise InputError(f"parameter lacks {sorted(missing)}", file, where or None)
+            if obj["status"] not in STATUSES:
+                raise InputError(f"status must be one of {list(STATUSES)}", file, f"{where}.status")
+            return
+        for k, v in obj.items():
+            _check_params(v, file, f"{where}.{k}" if where else k)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            _check_params(v, file, f"{where}[{i}]")
+
+
+def value(pkg: dict, dotted: str) -> Any:
+    """The ``value`` of parameter ``file.name`` (e.g. ``implant.hole_diameter``)."""
+    f, name = dotted.split(".", 1)
+    return pkg[f][name]["value"]
+
+
+def scene_from_package(pkg: dict) -> dict:
+    """The thin-phase scene (DESIGN.md section 4) described by a case's data package."""
+    v = lambda d: value(pkg, d)  # noqa: E731
+    hole_model = v("implant.hole_model")
+    icl = {"power_d": v("implant.thin_power"), "cylinder_d": v("implant.cylinder"),
+           "axis_deg": v("implant.cylinder_axis"),
+           "decentre_mm": [v("implant.decentre_x"), v("implant.decentre_y")],
+           "optic_zone_mm": v("implant.optic_zone_diameter"),
+           "hole_mm": 0.0 if hole_model == "solid" else v("implant.hole_diameter"),
+           "hole": "clear" if hole_model == "solid" else hole_model}
+    sources = []
+    for s in pkg["illumination"]["sources"]:
+        sources.append({"id": s["id"], "x_arcmin": s["x_arcmin"]["value"], "y_arcmin": s["y_arcmin"]["value"],
+                        "flux": s["flux"]["value"], "spectrum": s["spectrum"]["value"], "extent": {"kind": "point"}})
+    return {"pupil": {"diameter_mm": v("eye.pupil_diameter"), "eye_excess_d": v("eye.thin_eye_excess"), "icl": icl},
+            "detector": {"n": v("detector.n"), "pitch_arcsec": v("detector.pitch_arcsec")},
+            "sources": sources}
