@@ -1,0 +1,66 @@
+"""Command-line entry points of the halo track (heavy imports stay inside the commands)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("halo-generate")
+@click.option("--output", required=True, type=click.Path(file_okay=False), help="Release folder to write.")
+@click.option("--no-gallery", is_flag=True, help="Skip the evaluator-only gallery.")
+def halo_generate(output: str, no_gallery: bool) -> None:
+    """Generate the halo release: public task, private references, gallery and manifest."""
+    import time
+
+    from icl.halo.release import generate
+
+    t0 = time.perf_counter()
+    manifest = generate(output, gallery=not no_gallery, progress=sys.stderr.isatty())
+    click.echo(f"wrote {len(manifest['files'])} files to {output} in {time.perf_counter() - t0:.1f} s")
+
+
+@click.command("halo-baseline")
+@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--output", required=True, type=click.Path(file_okay=False))
+@click.option("--mode", default="reference", show_default=True,
+              type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle"]))
+def halo_baseline(release: str, output: str, mode: str) -> None:
+    """Write a baseline submission computed from the release's public part only."""
+    from icl.halo.baselines import run_baseline
+
+    written = run_baseline(release, output, mode, progress=sys.stderr.isatty())
+    click.echo(f"{mode}: wrote {len(written)} conditions to {output}")
+
+
+@click.command("halo-evaluate")
+@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--submission", required=True, type=click.Path(file_okay=False))
+@click.option("--output", required=True, type=click.Path(dir_okay=False), help="score.json to write.")
+def halo_evaluate(release: str, submission: str, output: str) -> None:
+    """Score a submission folder against a release and write score.json."""
+    from rich.console import Console
+
+    from icl.halo.evaluate import evaluate, score_table, write_score
+
+    doc = evaluate(release, submission)
+    write_score(doc, output)
+    Console().print(score_table(doc))
+
+
+@click.command("halo-validate-prediction")
+@click.argument("file", type=click.Path(dir_okay=False))
+def halo_validate_prediction(file: str) -> None:
+    """Check a structured halo prediction against its schema."""
+    from icl.halo.prediction import validate_prediction
+
+    problems = validate_prediction(file)
+    if problems:
+        for p in problems:
+            click.echo(f"error: {file}: {p}", err=True)
+        sys.exit(1)
+    click.echo(f"{file}: valid")
+
+
+COMMANDS = [halo_generate, halo_baseline, halo_evaluate, halo_validate_prediction]
