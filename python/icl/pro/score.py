@@ -1,0 +1,498 @@
+"""Score professional submissions: auto checks against private references, expert checks from a
+reviewer file, gates G1-G5 beside the score, three-run aggregation and a clustered bootstrap.
+
+A submission is hostile input: every check runs inside a guard, so a bad artifact scores 0 for that
+check with the reason written down and never stops the run. Expert checks without a review are
+``pending``: they are left out of the development score, never guessed and never counted as 0.5.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from icl.errors import InputError
+from icl.io import load_json, load_npz
+from icl.pro.catalog import GROUPS, Catalog, Check, load_catalog
+
+MAX_METRICS_BYTES = 1 << 20
+PSF_BYTES = 64 << 20
+LEDGER_KEYS = ("incident", "reflected", "absorbed", "blocked", "cropped", "recorded", "numerical_residual")
+
+
+class _Fail(Exception):
+    """A check fails with a reason (score 0)."""
+
+
+def _grade(err: float, tol: float) -> float:
+    return 1.0 if err <= tol else (0.5 if err <= 3 * tol else 0.0)
+
+
+class InstanceScorer:
+    """Scores one instance of one run."""
+
+    def __init__(self, release: Path, run_dir: Path, iid: str, refs: dict):
+        self.release, self.run, self.iid, self.refs = release, run_dir, iid, refs
+        self.results = run_dir / "results" / iid
+        self.flags: dict[str, Any] = {}
+
+    # artifacts ---------------------------------------------------------------
+    def _file(self, case: str, name: str) -> Path:
+        for part in (case, name):
+            if "/" in part or "\\" in part or part.startswith("."):
+                raise _Fail(f"bad name {part!r}")
+        p = self.results / case / name
+        if p.is_symlink():
+            raise _Fail(f"{p.name}: symbolic links are refused")
+        if not p.is_file():
+            raise _Fail(f"missing {case}/{name}")
+        return p
+
+    def metrics(self, case: str) -> dict:
+        m = load_json(self._file(case, "metrics.json"), max_bytes=MAX_METRICS_BYTES)
+        if not isinstance(m, dict):
+            raise _Fail("metrics.json is not an object")
+        return m
+
+    def metric(self, case: str, key: str) -> Any:
+        m = self.metrics(case)
+        if key not in m:
+            raise _Fail(f"metrics.json of {case} has no {key!r}")
+        return m[key]
+
+    def psf(self, case: str, stem: str = "psf_linear") -> np.ndarray:
+        ref = load_npz(self.release / "private" / "psf" / self.iid / f"{case}.npz", required=("psf", "x_arcmin", "y_arcmin"))
+        arrs = load_npz(self._file(case, f"{stem}.npz"), required=("psf",), optional=("x_arcmin", "y_arcmin"),
+                        max_bytes=PSF_BYTES, allow_extra=True)
+        a = arrs["psf"]
+        if a.shape != ref["psf"].shape or a.dtype.kind not in "fiu":
+            raise _Fail(f"{stem} of {case}: shape {a.shape} {a.dtype}, expected {ref['psf'].shape} float")
+        if not np.all(np.isfinite(a)):
+            raise _Fail(f"{stem} of {case}: non-finite values")
+        for k in ("x_arcmin", "y_arcmin"):
+            if k in arrs and (arrs[k].shape != ref[k].shape or not np.allclose(arrs[k], ref[k], atol=1e-9)):
+                raise _Fail(f"{stem} of {case}: {k} differs from the detector grid")
+        return a.astype(float)
+
+    def ref_psf(self, case: str) -> np.ndarray:
+        return load_npz(self.release / "private" / "psf" / self.iid / f"{case}.npz", required=("psf", "x_arcmin", "y_arcmin"))["psf"]
+
+    # kinds ------------------------------------------------------------------
+    def k_psf(self, ch: Check, r: dict) -> tuple[float, str]:
+        grades, notes = [], []
+        for case in r["cases"]:
+            try:
+                a, b = self.psf(case), self.ref_psf(case)
+                err = float(np.abs(a - b).sum() / np.abs(b).sum())
+                grades.append(_grade(err, ch.tolerance))
+                notes.append(f"{case}: {err:.4g}")
+            except (_Fail, InputError) as exc:
+                grades.append(0.0)
+                notes.append(f"{case}: {exc}")
+        full = sum(g == 1.0 for g in grades)
+        score = 1.0 if full == len(grades) else (0.5 if min(grades) >= 0.5 or full * 2 >= len(grades) else 0.0)
+        return score, "relative L1 " + "; ".join(notes)
+
+    def k_energy(self, ch: Check, r: dict) -> tuple[float, str]:
+        scores, notes = [], []
+        for case, want in r["cases"].items():
+            led = load_json(self._file(case, "energy.json"), max_bytes=MAX_METRICS_BYTES)
+            if not isinstance(led, dict):
+                raise _Fail(f"energy.json of {case} is not an object")
+            vals = {}
+            for k in LEDGER_KEYS:
+                v = led.get(k, 0.0)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise _Fail(f"energy.json of {case}: {k} is not a finite number")
+                vals[k] = float(v)
+            inc = vals["incident"]
+            parts = sum(vals[k] for k in LEDGER_KEYS[1:])
+            if inc <= 0 or abs(parts - inc) > 1e-6 * max(inc, 1.0):
+                raise _Fail(f"{case}: ledger does not close ({parts:.6g} vs incident {inc:.6g})")
+            if vals["recorded"] > inc - vals["blocked"] + 1e-6 or abs(vals["numerical_residual"]) > 1e-3:
+                self.flags["energy_gain"] = True
+                raise _Fail(f"{case}: unexplained energy gain or residual")
+            err = max(abs(vals["blocked"] - want["blocked"]), abs(vals["recorded"] - want["recorded"]))
+            if want["blocked"] == 0 and vals["blocked"] > ch.tolerance or want["blocked"] > 0 and err > 3 * ch.tolerance:
+                self.flags["disabled_mechanism"] = True
+            scores.append(_grade(err, ch.tolerance))
+            notes.append(f"{case}: max error {err:.4g}")
+        return min(scores), "; ".join(notes)
+
+    def _numbers(self, v: Any, n: int | None) -> np.ndarray:
+        arr = np.asarray(v if isinstance(v, list) else [v], dtype=object)
+        if arr.ndim != 1 or (n is not None and arr.size != n):
+            raise _Fail(f"expected {n} number(s)")
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in arr):
+            raise _Fail("non-numeric value")
+        out = arr.astype(float)
+        if not np.all(np.isfinite(out)):
+            raise _Fail("non-finite value")
+        return out
+
+    def k_scalar(self, ch: Check, r: dict) -> tuple[float, str]:
+        want = np.atleast_1d(np.asarray(r["value"], dtype=float))
+        got = self._numbers(self.metric(r["case"], ch.key), want.size)
+        err = np.abs(got - want)
+        if ch.relative:
+            err = err / np.maximum(np.abs(want), 1e-300)
+        e = float(err.max())
+        return _grade(e, ch.tolerance), f"max {'relative ' if ch.relative else ''}error {e:.4g}"
+
+    def k_angle(self, ch: Check, r: dict) -> tuple[float, str]:
+        got = float(self._numbers(self.metric(r["case"], ch.key), 1)[0])
+        d = abs((got - r["value"] + 90.0) % 180.0 - 90.0)
+        return _grade(d, ch.tolerance), f"angle error {d:.3g} deg"
+
+    def k_label(self, ch: Check, r: dict) -> tuple[float, str]:
+        want = r["value"] if isinstance(r["value"], list) else [r["value"]]
+        got = self.metric(r["case"], ch.key)
+        got = got if isinstance(got, list) else [got]
+        if len(got) != len(want):
+            raise _Fail(f"expected {len(want)} item(s), got {len(got)}")
+        right = sum(str(g) == w for g, w in zip(got, want))
+        return (1.0 if right == len(want) else 0.5 if 2 * right >= len(want) else 0.0), f"{right}/{len(want)} right"
+
+    def k_sequence(self, ch: Check, r: dict) -> tuple[float, str]:
+        got = self.metric(r["case"], ch.key)
+        if not isinstance(got, list) or not all(isinstance(x, str) for x in got):
+            raise _Fail("expected a list of names")
+        if got == r["value"]:
+            return 1.0, "order equals the reference"
+        a, b = r["key_pair"]
+        if a in got and b in got and got.index(a) < got.index(b):
+            return 0.5, "ICL in front of the retained crystalline lens; other layers out of order"
+        self.flags["anatomy"] = True
+        return 0.0, "crystalline lens missing or ICL behind it"
+
+    def k_set(self, ch: Check, r: dict) -> tuple[float, str]:
+        got = self.metric(r["case"], ch.key)
+        if not isinstance(got, list) or not all(isinstance(x, str) for x in got):
+            raise _Fail("expected a list of names")
+        a, b = set(got), set(r["value"])
+        j = len(a & b) / len(a | b) if a | b else 1.0
+        return (1.0 if a == b else 0.5 if j >= 0.5 else 0.0), f"Jaccard {j:.3g}"
+
+    def k_choice(self, ch: Check, r: dict) -> tuple[float, str]:
+        got = self.metric(r["case"], ch.key)
+        return (1.0, "accepted") if got in r["accept"] else (0.0, f"{got!r} does not separate the solutions")
+
+    def _interval(self, case: str, key: str) -> tuple[float, float]:
+        lo, hi = self._numbers(self.metric(case, key), 2)
+        if lo > hi:
+            raise _Fail("interval with lower > upper")
+        return float(lo), float(hi)
+
+    def k_interval(self, ch: Check, r: dict) -> tuple[float, str]:
+        lo, hi = self._interval(r["case"], ch.key)
+        if not lo <= r["truth"] <= hi:
+            return 0.0, f"[{lo:.4g}, {hi:.4g}] misses the truth"
+        return (1.0 if hi - lo <= r["max_width"] else 0.5), f"width {hi - lo:.4g} (allowed {r['max_width']:g})"
+
+    def k_interval_bounds(self, ch: Check, r: dict) -> tuple[float, str]:
+        lo, hi = self._interval(r["case"], ch.key)
+        if not lo <= r["truth"] <= hi:
+            return 0.0, "interval misses the true value"
+        err = max(abs(lo - r["value"][0]), abs(hi - r["value"][1]))
+        return (1.0 if err <= ch.tolerance else 0.5), f"end error {err:.4g}"
+
+    def k_pair(self, ch: Check, r: dict) -> tuple[float, str]:
+        ok, notes = 0, []
+        for a, b in r.get("equal", []):
+            d = float(np.abs(self.psf(a) - self.psf(b)).sum() / max(np.abs(self.psf(b)).sum(), 1e-300))
+            good = d <= ch.tolerance
+            if not good:
+                self.flags["disabled_mechanism"] = True
+            ok += good
+            notes.append(f"{a}={b}: {d:.3g}")
+        for a, b, ref_d in r.get("differ", []):
+            d = float(np.abs(self.psf(a) - self.psf(b)).sum() / max(np.abs(self.psf(b)).sum(), 1e-300))
+            ok += d >= 0.5 * ref_d
+            notes.append(f"{a}!={b}: {d:.3g} (reference {ref_d:.3g})")
+        for s1, s2, case in r.get("equal_files", []):
+            d = float(np.abs(self.psf(case, s1) - self.psf(case, s2)).sum() / max(np.abs(self.psf(case, s2)).sum(), 1e-300))
+            ok += _grade(d, ch.tolerance)
+            notes.append(f"{s1} vs {s2}: {d:.3g}")
+        n = len(r.get("equal", [])) + len(r.get("differ", [])) + len(r.get("equal_files", []))
+        return (1.0 if ok == n else 0.5 if ok >= n / 2 else 0.0), "; ".join(notes)
+
+    def k_rotation(self, ch: Check, r: dict) -> tuple[float, str]:
+        a, b = self.psf(r["base"]), self.psf(r["rotated"])
+        d = float(np.abs(np.rot90(a, r["quarter_turns"]) - b).sum() / max(np.abs(b).sum(), 1e-300))
+        return _grade(d, ch.tolerance), f"rotated mismatch {d:.3g}"
+
+    def k_solutions(self, ch: Check, r: dict) -> tuple[float, str]:
+        from icl.pro.generate import _solution_scene, exposed
+        from icl.pro.package import load_package
+        from icl.pro.references import render_psf
+
+        sols = self.metric(r["case"], ch.key)
+        if not isinstance(sols, list) or not 1 <= len(sols) <= 8:
+            raise _Fail("solutions must be a list of 1 to 8 parameter sets")
+        inst = self._input_dir()
+        pkg = load_package(inst / "cases" / r["case"])
+        obs = load_npz(inst / "observation.npz", required=("image", "x_arcmin", "y_arcmin", "exposure"))["image"]
+        fitting = []
+        for i, s in enumerate(sols):
+            if not isinstance(s, dict):
+                raise _Fail(f"solution {i} is not an object")
+            sol = {"decentre_mm": list(self._numbers(s.get("decentre_mm"), 2)),
+                   "residual_sphere_d": float(self._numbers(s.get("residual_sphere_d"), 1)[0]),
+                   "fixation_offset_arcmin": list(self._numbers(s.get("fixation_offset_arcmin", [0.0, 0.0]), 2))}
+            if max(abs(v) for v in sol["decentre_mm"]) > 1.0 or abs(sol["residual_sphere_d"]) > 5 or \
+                    max(abs(v) for v in sol["fixation_offset_arcmin"]) > 30:
+                raise _Fail(f"solution {i} outside the plausible range")
+            img = exposed(render_psf(_solution_scene(pkg, sol))[0], r["exposure"])
+            err = float(np.abs(img - obs).sum() / np.abs(obs).sum())
+            if err <= ch.tolerance:
+                fitting.append(sol)
+        distinct = any(max(abs(a["residual_sphere_d"] - b["residual_sphere_d"]) / r["scales"]["residual_sphere_d"],
+                           *(abs(x - y) / r["scales"]["decentre_mm"] for x, y in zip(a["decentre_mm"], b["decentre_mm"])),
+                           *(abs(x - y) / r["scales"]["fixation_offset_arcmin"]
+                             for x, y in zip(a["fixation_offset_arcmin"], b["fixation_offset_arcmin"]))) >= 1.0
+                       for i, a in enumerate(fitting) for b in fitting[i + 1:])
+        score = 1.0 if distinct else (0.5 if fitting else 0.0)
+        return score, f"{len(fitting)} of {len(sols)} fit; structurally different: {distinct}"
+
+    def k_coverage(self, ch: Check, r: dict) -> tuple[float, str]:
+        ivs = self.metric(r["case"], ch.key)
+        if not isinstance(ivs, list) or len(ivs) != len(r["truths"]):
+            raise _Fail(f"expected {len(r['truths'])} intervals")
+        hits, widths = 0, []
+        for iv, t in zip(ivs, r["truths"]):
+            lo, hi = self._numbers(iv, 2)
+            if lo > hi:
+                raise _Fail("interval with lower > upper")
+            hits += lo <= t <= hi
+            widths.append(hi - lo)
+        mw = float(np.mean(widths))
+        n = len(ivs)
+        score = 1.0 if hits >= n - 1 and mw <= r["max_mean_width"] else (0.5 if hits >= n - 2 else 0.0)
+        return score, f"coverage {hits}/{n}, mean width {mw:.3g}"
+
+    def k_convergence(self, ch: Check, r: dict) -> tuple[float, str]:
+        exp = load_json(self._exp_file(), max_bytes=MAX_METRICS_BYTES)
+        series = exp.get("convergence") if isinstance(exp, dict) else None
+        if not isinstance(series, list):
+            raise _Fail("experiments.json has no convergence list")
+        best = 0.0
+        for s in series:
+            if not isinstance(s, dict) or s.get("metric") != ch.key:
+                continue
+            vals = self._numbers(s.get("values"), None)
+            if vals.size < 3:
+                continue
+            if "conclusions" in s and isinstance(s["conclusions"], list) and len(set(map(str, s["conclusions"]))) > 1:
+                self.flags["conclusion_flips"] = True
+            if abs(vals[-1] - vals[-2]) > ch.tolerance / 3:
+                continue
+            self.flags["converged"] = True
+            best = max(best, 1.0 if abs(vals[-1] - r["value"]) <= ch.tolerance else 0.5)
+        return best, "converged series found" if best else "no converged series of at least three levels"
+
+    def k_repeat(self, ch: Check, r: dict) -> tuple[float, str]:
+        a, b = self._file(r["case"], "psf_linear.npz"), self._file(r["case"], "psf_repeat.npz")
+        if a.read_bytes() == b.read_bytes():
+            return 1.0, "bit-identical"
+        d = float(np.abs(self.psf(r["case"]) - self.psf(r["case"], "psf_repeat")).max())
+        return (0.5 if d <= 1e-12 else 0.0), f"max difference {d:.3g}"
+
+    def k_manifest(self, ch: Check, r: dict) -> tuple[float, str]:
+        p = self.run.parent / "manifest.json" if not (self.run / "manifest.json").is_file() else self.run / "manifest.json"
+        m = load_json(p, max_bytes=MAX_METRICS_BYTES)
+        if not isinstance(m, dict) or not isinstance(m.get("random_seeds"), dict):
+            raise _Fail("manifest without random_seeds")
+        return (1.0 if isinstance(m.get("versions"), dict) and m["versions"] else 0.5), "manifest read"
+
+    def k_provenance(self, ch: Check, r: dict) -> tuple[float, str]:
+        p = self.results / "model" / "eye.json"
+        if not p.is_file():
+            return 0.5, "model/eye.json missing"
+        model = load_json(p, max_bytes=MAX_METRICS_BYTES)
+        bad = []
+        for dotted in r["guarded"]:
+            name = dotted.split(".", 1)[1]
+            entry = model.get(name) if isinstance(model, dict) else None
+            if isinstance(entry, dict) and entry.get("status") in ("measured", "documented") \
+                    and entry.get("source") not in r["input_sources"]:
+                bad.append(dotted)
+        if bad:
+            self.flags["fabricated"] = True
+            return 0.0, f"invented provenance for {bad}"
+        return 1.0, "no invented provenance"
+
+    def _input_dir(self) -> Path:
+        for split in ("train", "dev", "test", "ood"):
+            d = self.release / "inputs" / split / self.iid
+            if d.is_dir():
+                return d
+        raise _Fail("instance inputs not found")
+
+    def _exp_file(self) -> Path:
+        p = self.results / "experiments.json"
+        if not p.is_file() or p.is_symlink():
+            raise _Fail("missing experiments.json")
+        return p
+
+    def score(self, ch: Check) -> tuple[float, str]:
+        if not self.results.is_dir():
+            return 0.0, "missing task"
+        try:
+            return getattr(self, f"k_{ch.kind}")(ch, self.refs[ch.id])
+        except (_Fail, InputError) as exc:
+            return 0.0, str(exc)
+        except (ValueError, TypeError, KeyError, IndexError, OSError, OverflowError, MemoryError) as exc:
+            return 0.0, f"unreadable artifact: {type(exc).__name__}: {exc}"
+
+
+def load_reviews(path: str | Path | None) -> dict[tuple[str, str], float]:
+    """Expert grades ``{"reviews": [{"instance", "check", "score"}]}``; scores must be 0, 0.5 or 1."""
+    if path is None:
+        return {}
+    data = load_json(path)
+    out = {}
+    rows = data.get("reviews") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise InputError("expected a list", str(path), "reviews")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or row.get("score") not in (0, 0.5, 1):
+            raise InputError("score must be 0, 0.5 or 1", str(path), f"reviews[{i}].score")
+        out[(str(row.get("instance")), str(row.get("check")))] = float(row["score"])
+    return out
+
+
+def score_run(release: str | Path, run_dir: str | Path, split: str = "test", reviews: str | Path | None = None,
+              catalog: Catalog | None = None, instances: list[str] | None = None, run_ok: bool | None = None) -> dict:
+    """Score one run of a submission on one split.
+
+    Returns
+    -------
+    dict
+        Per-check scores with reasons, template, group and total scores, gates and pending counts.
+    """
+    release, run_dir = Path(release), Path(run_dir)
+    catalog = catalog or load_catalog(release / "catalog.json")
+    rev = load_reviews(reviews)
+    table = load_json(release / "private" / "splits.json")["instances"]
+    rows = [r for r in table if r["split"] == split and (instances is None or r["id"] in instances)]
+    checks_out, inst_scores, flags, clusters = [], {}, defaultdict(bool), {}
+    pending = 0
+    for row in rows:
+        refs = load_json(release / "private" / "references" / f"{row['id']}.json")["checks"]
+        tpl = catalog.template(row["template"])
+        sc = InstanceScorer(release, run_dir, row["id"], refs)
+        vals = []
+        for ch in tpl.checks:
+            if ch.mode == "auto":
+                s, why = sc.score(ch)
+            elif (row["id"], ch.id) in rev:
+                s, why = rev[(row["id"], ch.id)], "expert review"
+            else:
+                s, why = None, "pending expert review"
+                pending += 1
+            checks_out.append({"instance": row["id"], "check": ch.id, "mode": ch.mode, "score": s, "reason": why})
+            if s is not None:
+                vals.append(s)
+        for k, v in sc.flags.items():
+            flags[(row["template"], k)] |= bool(v)
+        inst_scores[row["id"]] = (row["template"], float(np.mean(vals)) if vals else 0.0,
+                                  (run_dir / "results" / row["id"]).is_dir())
+        clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
+    summary = aggregate(catalog, inst_scores)
+    gates = _gates(catalog, checks_out, flags, run_ok)
+    return {"split": split, **summary, "gates": gates, "pending_expert_checks": pending,
+            "professional_score_status": ("development score: " + f"{pending} expert checks pending")
+            if pending else "complete", "completion_rate": float(np.mean([v[2] for v in inst_scores.values()]))
+            if inst_scores else 0.0, "checks": checks_out,
+            "instances": {k: {"template": v[0], "score": v[1], "cluster": clusters[k]} for k, v in inst_scores.items()}}
+
+
+def aggregate(catalog: Catalog, inst_scores: dict[str, tuple]) -> dict:
+    """Template = mean over instances, group = mean of templates, total = sum of weight x group."""
+    per_t = defaultdict(list)
+    for tid, s, *_ in inst_scores.values():
+        per_t[tid].append(s)
+    templates = {t.id: float(np.mean(per_t[t.id])) if per_t[t.id] else 0.0 for t in catalog.templates}
+    groups = {g: float(np.mean([v for k, v in templates.items() if k[0] == g])) for g in GROUPS}
+    total = float(sum(catalog.weights[g] * groups[g] for g in GROUPS))
+    return {"professional_score": total, "groups": groups, "templates": templates,
+            "missing_templates": sorted(k for k in templates if not per_t[k])}
+
+
+def _gates(catalog: Catalog, checks: list[dict], flags: dict, run_ok: bool | None) -> dict:
+    def fail_if(cond: bool, why: str) -> dict:
+        return {"pass": not cond, "reason": why if cond else "no failure found"}
+
+    a01 = [c for c in checks if c["check"] == "A01.1"]
+    g1 = not a01 or any(c["score"] == 0.0 for c in a01) or any(k == "anatomy" and v for (_, k), v in flags.items())
+    g2 = any(v and k in ("energy_gain", "disabled_mechanism") for (_, k), v in flags.items())
+    converged = any(v and k == "converged" for (_, k), v in flags.items())
+    flips = any(v and k == "conclusion_flips" for (_, k), v in flags.items())
+    g5 = any(v and k == "fabricated" for (_, k), v in flags.items())
+    return {"G1": fail_if(g1, "ICL placed as a lens replacement, behind the crystalline lens, or no anatomy answer"),
+            "G2": fail_if(g2, "unexplained energy gain, or a disabled mechanism keeps its effect"),
+            "G3": {"pass": run_ok, "reason": "from the harness run record" if run_ok is not None else "no run record"}
+            if run_ok is not None else {"pass": None, "reason": "not evaluated: no run record"},
+            "G4": fail_if(not converged or flips, "no convergence evidence" if not converged else "a conclusion flips with sampling"),
+            "G5": fail_if(g5, "invented provenance for a parameter the inputs mark unknown or synthetic")}
+
+
+def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 20261027) -> list[float]:
+    """95 % interval of the total by a cluster bootstrap stratified by template.
+
+    Within each template the clusters (base eye x design family) are drawn with replacement, so
+    correlated instances of one cluster move together and no template drops out of a replicate.
+    """
+    rng = np.random.default_rng(seed)
+    inst = runs[0]["instances"]
+    mean = {iid: float(np.mean([r["instances"][iid]["score"] for r in runs])) for iid in inst}
+    strata: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for iid in sorted(inst):
+        strata[inst[iid]["template"]][inst[iid]["cluster"]].append(iid)
+    totals = []
+    for _ in range(n):
+        scores = {}
+        for tid in sorted(strata):
+            keys = sorted(strata[tid])
+            for j, ci in enumerate(rng.integers(0, len(keys), len(keys))):
+                for iid in strata[tid][keys[ci]]:
+                    scores[f"{iid}#{j}"] = (tid, mean[iid])
+        totals.append(aggregate(catalog, scores)["professional_score"])
+    lo, hi = np.percentile(totals, [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+def score_submission(release: str | Path, run_dirs: list[str | Path], name: str, split: str = "test",
+                     reviews: str | Path | None = None, run_records: list[dict] | None = None,
+                     bootstrap_n: int = 2000, seed: int = 20261027, instances: list[str] | None = None) -> dict:
+    """Score up to three independent runs: mean, worst, completion rate, cost, clustered bootstrap, gates."""
+    catalog = load_catalog(Path(release) / "catalog.json")
+    runs = []
+    for i, d in enumerate(run_dirs):
+        rec = run_records[i] if run_records else None
+        runs.append(score_run(release, d, split, reviews, catalog, instances, rec.get("ok") if rec else None))
+    totals = [r["professional_score"] for r in runs]
+    gates = {g: {"pass": (None if any(r["gates"][g]["pass"] is None for r in runs)
+                          else all(r["gates"][g]["pass"] for r in runs)),
+                 "reason": "; ".join(sorted({r["gates"][g]["reason"] for r in runs}))} for g in runs[0]["gates"]}
+    cost = [float(rec.get("wall_seconds", float("nan"))) for rec in run_records] if run_records else []
+    return {"name": name, "split": split, "runs": len(runs), "professional_score": float(np.mean(totals)),
+            "professional_score_status": runs[0]["professional_score_status"], "worst": float(min(totals)),
+            "completion_rate": float(np.mean([r["completion_rate"] for r in runs])),
+            "cost_wall_seconds": [c for c in cost if math.isfinite(c)],
+            "bootstrap_95": bootstrap(runs, catalog, bootstrap_n, seed) if runs[0]["instances"] else None,
+            "groups": {g: float(np.mean([r["groups"][g] for r in runs])) for g in GROUPS},
+            "gates": gates, "gates_passed": all(v["pass"] is True for v in gates.values()),
+            "run_details": runs}
+
+
+def leaderboard(scores: list[dict]) -> list[dict]:
+    """Rows grouped by gate pass (all gates passed first), then by score, highest first."""
+    return sorted(({"name": s["name"], "gates_passed": s["gates_passed"], "professional_score": s["professional_score"],
+                    "worst": s["worst"], "bootstrap_95": s["bootstrap_95"],
+                    "gates": {g: v["pass"] for g, v in s["gates"].items()}, "groups": s["groups"]} for s in scores),
+                  key=lambda r: (not r["gates_passed"], -r["professional_score"], r["name"]))
