@@ -826,7 +826,7 @@ def plan(catalog: Catalog, per_template: int, seed: int) -> list[dict]:
 
 
 def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_path: str | Path | None = None,
-             progress: bool = True) -> dict[str, Any]:
+             progress: bool = True, only: list[str] | None = None) -> dict[str, Any]:
     """Write a release of professional instances to ``output`` (see the module docstring).
 
     Returns
@@ -842,7 +842,7 @@ def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_p
     for sub in ("inputs", "private"):
         if (out / sub).exists():
             shutil.rmtree(out / sub)
-    records = plan(catalog, per_template, seed)
+    records = [r for r in plan(catalog, per_template, seed) if only is None or r["template"] in only]
     groups = check_leakage(records)
     eyes: dict[str, dict] = {}
     fams: dict[tuple[str, str], dict] = {}
