@@ -7,7 +7,7 @@ import pytest
 
 from analytic import airy_pixel_flux, radial_extremum
 from icl.optics import ICL, Detector, Extent, Pupil, Sampling, Scene, Source, render
-from icl.optics.render import psf_samples
+from icl.optics.render import psf_samples, support_samples
 
 FIRST_DARK = 1.2196698912665045  # first zero of J1 / pi, in lambda / D
 FIRST_BRIGHT = 1.6347  # first maximum of (2 J1(x) / x)^2 / pi, in lambda / D (seed 000 section 4)
@@ -28,7 +28,7 @@ def test_airy_rings_and_pixel_integrated_flux(lam_nm, d_mm):
     lam_over_d = lam_nm * 1e-9 / (d_mm * 1e-3) * ARCMIN_PER_RAD
     # Rings of the optical PSF, from the engine's point samples (centred on the source): the fit
     # locates an extremum to ~1e-4, so 0.2 % is a strict claim on the optics.
-    support = res.sampling["support_samples"]
+    support = support_samples(_scene(pupil, spectrum=((lam_nm, 1.0),)), Sampling())
     pts = psf_samples(pupil, float(lam_nm), 4.0, support, Sampling()).samples
     axis = (np.arange(support) - support // 2) * 4 / 60
     for kind, factor in (("min", FIRST_DARK), ("max", FIRST_BRIGHT)):
@@ -58,7 +58,7 @@ def test_parseval_and_ledger():
     scene = _scene(n=128)
     res = render(scene)
     led = res.ledgers[0]
-    s = psf_samples(scene.pupil, 550.0, 4.0, res.sampling["support_samples"], Sampling())
+    s = psf_samples(scene.pupil, 550.0, 4.0, support_samples(scene, Sampling()), Sampling())
     # The discrete far field over its full period holds exactly the discrete pupil energy (Parseval).
     full = psf_samples(scene.pupil, 550.0, 4.0, s.grid.m, Sampling(fft_factor=1.0))
     assert full.samples.sum() == pytest.approx(full.grid_energy, rel=1e-12)

@@ -21,6 +21,7 @@ from scipy.special import erfc, j1
 from icl._core_loader import core
 
 MAX_BAND = 0.45  # leave room for the taper between the band edge and Nyquist
+COARSE_BAND = 0.25  # point sources sample the far field q pixels apart while q * band stays below this
 
 
 @dataclass(frozen=True)
@@ -64,21 +65,23 @@ _L = 4096  # frequency samples for the disk kernel's integral (trapezoid rule, s
 _GAUSS = np.polynomial.legendre.leggauss(96)  # nodes on the band for the least-squares tap design
 
 
-def _ls_taps(delta: float, xb: float, k: int) -> tuple[np.ndarray, float]:
-    """Least-squares taps for offsets m = -k-1..k matching sinc(f) exp(2 pi i f delta) on |f| <= xb.
+def _ls_taps(delta: float, xb: float, k: int, q: int = 1) -> tuple[np.ndarray, float]:
+    """Least-squares taps for offsets m = -k-1..k matching sinc(f / q) / q exp(2 pi i f delta) on |f| <= xb.
 
-    Returns the taps (indexed by m) and the largest response error on the band.
+    Frequencies are in cycles per sample; the samples are q pixels apart, so a pixel is 1/q sample
+    wide and holds 1/q of a sample's flux per axis. Returns the taps (indexed by m) and the largest
+    response error on the band, relative to the response at f = 0.
     """
     g, w = _GAUSS
     f, wf = xb * g, np.sqrt(xb * w)
     m = np.arange(-k - 1, k + 1)  # taps centred on the pixel: positions m + delta in [-k - 1, k + 1)
     a = np.exp(2j * np.pi * np.outer(f, m + delta)) * wf[:, None]
-    target = np.sinc(f) * wf
+    target = np.sinc(f / q) / q * wf
     h = np.linalg.lstsq(np.vstack([a.real, a.imag]), np.concatenate([target, np.zeros_like(target)]),
                         rcond=None)[0]
     fe = np.linspace(-xb, xb, 2001)
     resp = np.exp(2j * np.pi * np.outer(fe, m + delta)) @ h
-    return h, float(np.abs(resp - np.sinc(fe)).max())
+    return h, float(np.abs(q * resp - np.sinc(fe / q)).max())
 
 
 @lru_cache(maxsize=64)
@@ -91,34 +94,36 @@ def _taper_halfwidth(xb: float, tol: float) -> int:
 
 
 @lru_cache(maxsize=64)
-def tap_halfwidth(xb: float, tol: float) -> int:
-    """Smallest k whose 2k + 2 least-squares taps meet ``tol`` on the band for every sub-pixel offset."""
+def tap_halfwidth(xb: float, tol: float, q: int = 1) -> int:
+    """Smallest k whose 2k + 2 least-squares taps meet ``tol`` on the band for every sub-sample offset."""
     for k in range(2, 64):
-        if all(_ls_taps(delta, xb, k)[1] <= tol for delta in (0.0, 0.25, 0.5)):
+        if all(_ls_taps(delta, xb, k, q)[1] <= tol for delta in (0.0, 0.25, 0.5)):
             return k
     raise ValueError(f"no pixel-integration filter reaches {tol} for band {xb}")
 
 
-def pixel_taps(delta: float, xb: float, tol: float) -> np.ndarray:
+def pixel_taps(delta: float, xb: float, tol: float, q: int = 1) -> np.ndarray:
     """Taps ``t[b] = g(k - b + delta)``, b = 0..2k+1, of the pixel-integration kernel.
 
     ``g(t)`` integrates the band-limited intensity over a pixel centred at ``t`` samples; the sum
     ``sum_b t[b] s[j0 + b]`` is the flux of the pixel centred at ``j0 + k + delta``. The taps are the
-    least-squares fit of the exact response ``sinc(f) exp(2 pi i f delta)`` on the band ``|f| <= xb``;
+    least-squares fit of the exact response ``sinc(f / q) / q exp(2 pi i f delta)`` on the band ``|f| <= xb``;
     outside the band the samples carry nothing, so the response there does not matter.
 
     Parameters
     ----------
     delta : float
-        Sub-pixel offset in [0, 1), in pixels.
+        Sub-sample offset in [0, 1), in samples.
     xb : float
-        Band edge of the intensity in cycles per pixel.
+        Band edge of the intensity in cycles per sample.
     tol : float
         Largest allowed response error on the band.
+    q : int
+        Samples are q pixels apart (the pixel is 1/q sample wide).
     """
     xb = round(xb, 6)
-    k = tap_halfwidth(xb, tol)
-    h, _ = _ls_taps(delta, xb, k)
+    k = tap_halfwidth(xb, tol, q)
+    h, _ = _ls_taps(delta, xb, k, q)
     return np.ascontiguousarray(h[::-1])
 
 
