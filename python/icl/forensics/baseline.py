@@ -1,0 +1,173 @@
+"""Two reference submissions for the halo-forensics track.
+
+``random``: seeded uniform scores, the floor any method must beat.
+
+``physics``: re-render every stated condition with the thin-phase engine and compare, image by image,
+quantities a physical halo must respect. Each feature is divided by the spread the published
+tolerances allow, so 1 means "at the edge of what a genuine image can do":
+
+- energy: recorded flux against the re-render (flux calibration tolerance 2 %);
+- ring scaling: the radius of the first bright ring, found near ``1.6347 lambda / D``, against the
+  re-render (it must scale with wavelength and pupil; a pasted asset or bloom does not);
+- halo profile: the azimuthal mean profile (flux-normalised) against the re-render, bin by bin;
+- far-edge wrap-around: flux in the outer frame of the window against the re-render (a wrapped far
+  field brings light back in at the opposite edge).
+
+NH is the largest of these. DUP multiplies how close an image is to another image stated under a
+different condition by how much worse it matches its own stated condition than its twin does. SPL is
+the spread of the per-block mismatch across the halo: a composite matches its stated condition in one
+region and not in another, while a physical image matches (or misses) everywhere alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from icl.forensics.generate import NOISE_SIGMA, PITCH_ARCSEC, TOLERANCES, axis_arcmin, render_scene
+
+BIN_ARCMIN = 0.25
+PROFILE_MAX_ARCMIN = 4.0
+EDGE_PX = 6
+BLOCK_PX = 16
+ARCMIN_PER_RAD = 180 * 60 / np.pi
+
+
+def _centre(img: np.ndarray) -> tuple[float, float]:
+    """Flux centroid of the brightest 3 x 3 neighbourhood (arcmin)."""
+    i, j = np.unravel_index(np.argmax(img), img.shape)
+    i0, i1, j0, j1 = max(i - 1, 0), min(i + 2, img.shape[0]), max(j - 1, 0), min(j + 2, img.shape[1])
+    w = np.clip(img[i0:i1, j0:j1], 0, None)
+    ax = axis_arcmin()
+    yy, xx = np.meshgrid(ax[i0:i1], ax[j0:j1], indexing="ij")
+    return float((w * yy).sum() / w.sum()), float((w * xx).sum() / w.sum())
+
+
+def radial_profile(img: np.ndarray, centre: tuple[float, float], step: float = BIN_ARCMIN) -> np.ndarray:
+    """Azimuthal mean of ``img`` in rings of width ``step`` arcmin around ``centre`` (y, x)."""
+    ax = axis_arcmin()
+    yy, xx = np.meshgrid(ax - centre[0], ax - centre[1], indexing="ij")
+    b = (np.hypot(xx, yy) / step).astype(int)
+    nb = int(PROFILE_MAX_ARCMIN / step)
+    keep = b < nb
+    s = np.bincount(b[keep], img[keep], nb)
+    c = np.bincount(b[keep], minlength=nb)
+    return np.where(c > 0, s / np.maximum(c, 1), 0.0)
+
+
+def _ring_radius(img: np.ndarray, centre: tuple[float, float], lam_d_arcmin: float) -> float:
+    """Radius of the first bright ring: profile maximum between 1.3 and 2.0 lambda/D (fine bins)."""
+    step = PITCH_ARCSEC / 120  # half-pixel rings
+    p = radial_profile(img, centre, step)
+    r = (np.arange(p.size) + 0.5) * step
+    sel = (r > 1.3 * lam_d_arcmin) & (r < 2.0 * lam_d_arcmin)
+    return float(r[sel][np.argmax(p[sel])]) if sel.any() else float("nan")
+
+
+def _mean_lambda_over_d(stated: dict[str, Any]) -> float:
+    spec = stated["sources"][0]["spectrum"]
+    w = sum(p for _, p in spec)
+    lam = sum(l * p for l, p in spec) / w if w > 0 else spec[0][0]
+    return lam * 1e-9 / (stated["pupil"]["diameter_mm"] * 1e-3) * ARCMIN_PER_RAD
+
+
+def _edges(img: np.ndarray) -> np.ndarray:
+    e = EDGE_PX
+    return np.array([img[:e].sum(), img[-e:].sum(), img[:, :e].sum(), img[:, -e:].sum()])
+
+
+def _blocks(img: np.ndarray) -> np.ndarray:
+    n = img.shape[0] // BLOCK_PX
+    return img[:n * BLOCK_PX, :n * BLOCK_PX].reshape(n, BLOCK_PX, n, BLOCK_PX).sum(axis=(1, 3))
+
+
+def features(img: np.ndarray, stated: dict[str, Any], ref: np.ndarray | None = None) -> dict[str, Any]:
+    """Physics-check features of one image against the re-render of its stated condition."""
+    ref = render_scene(stated) if ref is None else ref
+    e_img, e_ref = float(img.sum()), float(ref.sum())
+    out: dict[str, Any] = {"energy": abs(e_img / e_ref - 1) / TOLERANCES["flux_relative"]}
+    c_img, c_ref = _centre(img), _centre(ref)
+    lam_d = _mean_lambda_over_d(stated)
+    r_img, r_ref = _ring_radius(img, c_img, lam_d), _ring_radius(ref, c_ref, lam_d)
+    # Ring radius tolerance: the pupil tolerance plus half a fine bin of measurement.
+    ring_tol = TOLERANCES["pupil_diameter_relative"] * r_ref + PITCH_ARCSEC / 240
+    out["ring"] = abs(r_img - r_ref) / ring_tol if np.isfinite(r_img + r_ref) else 0.0
+    p_img = radial_profile(img / e_img, c_img)
+    p_ref = radial_profile(ref / e_ref, c_ref)
+    pix_per_bin = np.maximum(2 * np.pi * (np.arange(p_ref.size) + 0.5) * (BIN_ARCMIN * 60 / PITCH_ARCSEC) ** 2, 1)
+    # Each bin's allowance: 10 % (pupil and decentre tolerances move light between neighbouring bins)
+    # plus three noise standard errors of the bin mean.
+    allow = 0.10 * p_ref + 3 * NOISE_SIGMA / np.sqrt(pix_per_bin)
+    out["profile"] = float(np.max(np.abs(p_img - p_ref) / allow))
+    edge_img, edge_ref = _edges(img / e_img), _edges(ref / e_ref)
+    edge_allow = 0.10 * edge_ref + 3 * NOISE_SIGMA * np.sqrt(EDGE_PX * img.shape[0])
+    out["wrap"] = float(np.max(np.abs(edge_img - edge_ref) / edge_allow))
+    b_img, b_ref = _blocks(img / e_img), _blocks(ref / e_ref)
+    ax = (np.arange(b_ref.shape[0]) - (b_ref.shape[0] - 1) / 2) * BLOCK_PX * PITCH_ARCSEC / 60
+    by, bx = np.meshgrid(ax - c_ref[0], ax - c_ref[1], indexing="ij")
+    halo = np.hypot(by, bx) > 1.5  # outside the core, where decentre jitter does not move much light
+    dev = np.abs(np.log((b_img + 1e-6) / (b_ref + 1e-6)))[halo]
+    out["block_spread"] = float(dev.max() - np.median(dev)) if dev.size else 0.0
+    out["nh"] = max(out["energy"], out["ring"], out["profile"], out["wrap"])
+    out["mismatch"] = out["profile"]
+    return out
+
+
+def _squash(x: float) -> float:
+    return float(x / (1.0 + x))
+
+
+def physics_scores(images: dict[str, np.ndarray], stated: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Physics-check scores for every image (see the module docstring)."""
+    ids = sorted(images)
+    feats = {i: features(images[i], stated[i]) for i in ids}
+    logs = {i: np.log(np.clip(images[i] / images[i].sum(), 0, None) + 1e-7) for i in ids}
+    out = {}
+    for i in ids:
+        best, twin = 0.0, None
+        for j in ids:
+            if j == i or stated[j] == stated[i]:
+                continue
+            d = float(np.sqrt(np.mean((logs[i] - logs[j]) ** 2)))
+            sim = float(np.exp(-d / 0.05))
+            if sim > best:
+                best, twin = sim, j
+        share = 0.5
+        if twin is not None:
+            mi, mj = feats[i]["mismatch"], feats[twin]["mismatch"]
+            share = mi / (mi + mj) if mi + mj > 0 else 0.5
+        out[i] = {"NH": _squash(feats[i]["nh"]), "DUP": best * share, "SPL": _squash(feats[i]["block_spread"])}
+    return out
+
+
+def random_scores(ids: list[str], seed: int) -> dict[str, dict[str, float]]:
+    """Seeded uniform scores in [0, 1) for every image and item."""
+    rng = np.random.default_rng(seed)
+    return {i: {k: float(v) for k, v in zip(("NH", "DUP", "SPL"), rng.random(3))} for i in sorted(ids)}
+
+
+def load_public(release: str | Path) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+    """Images and stated scenes of a release's public part (validated)."""
+    from icl.errors import InputError
+    from icl.io import load_json, load_npz
+    from icl.optics import Scene
+
+    pub = Path(release) / "public"
+    index = load_json(pub / "forensics_cases.json")
+    ids = index.get("images") if isinstance(index, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i.isidentifier() for i in ids):
+        raise InputError("expected a list of image ids", str(pub / "forensics_cases.json"), "images")
+    images, stated = {}, {}
+    for i in ids:
+        f = pub / "images" / f"{i}.npz"
+        arr = load_npz(f, required=["image"], optional=["x_arcmin", "y_arcmin", "angular_pixel_arcsec"])["image"]
+        if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.dtype.kind != "f" or not np.all(np.isfinite(arr)):
+            raise InputError("expected a finite float [n, n] image", str(f), "image")
+        images[i] = arr.astype(np.float64)
+        sf = pub / "stated" / f"{i}.json"
+        doc = load_json(sf)
+        Scene.from_dict(doc, file=str(sf))  # validates; the dict form is what the features use
+        stated[i] = doc
+    return images, stated

@@ -1,0 +1,69 @@
+"""``icl forensics-generate``, ``icl forensics-baseline`` and ``icl forensics-evaluate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("forensics-generate")
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Release folder.")
+@click.option("--seed", type=int, default=None, help="Random seed (default 20261003).")
+def forensics_generate(output: Path, seed: int | None) -> None:
+    """Render physical halo images, mix in forged ones, write a release with private labels."""
+    from rich.progress import Progress
+
+    from icl.forensics.generate import COUNTS, DEFAULT_SEED, write_release
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("rendering", total=sum(COUNTS.values()))
+        manifest = write_release(output, DEFAULT_SEED if seed is None else seed, lambda: bar.advance(task))
+    click.echo(f"{output}: {manifest['counts']} (seed {manifest['seed']}), {len(manifest['files'])} files")
+
+
+@click.command("forensics-baseline")
+@click.option("--release", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Submission JSON.")
+@click.option("--mode", type=click.Choice(["random", "physics"]), required=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")
+def forensics_baseline(release: Path, output: Path, mode: str, seed: int) -> None:
+    """Write a reference submission: seeded random scores or the physics-check heuristic."""
+    from icl.forensics.baseline import load_public, physics_scores, random_scores
+    from icl.io import write_json
+
+    images, stated = load_public(release)
+    scores = random_scores(list(images), seed) if mode == "random" else physics_scores(images, stated)
+    write_json(output, {"scores": scores})
+    click.echo(f"{output}: {mode} scores for {len(scores)} images")
+
+
+@click.command("forensics-evaluate")
+@click.option("--release", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--submission", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Score JSON.")
+def forensics_evaluate(release: Path, submission: Path, output: Path) -> None:
+    """Score a submission with the contest rule: NH, DUP, SPL areas and the safety score S."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from icl.contest.report import NOTE
+    from icl.forensics.evaluate import evaluate
+    from icl.io import write_json
+
+    record = evaluate(release, submission)
+    write_json(output, record)
+    t = Table(title=f"halo forensics: {submission.name}", caption=NOTE, caption_justify="left")
+    for col in ("symbol", "value", "P/N", "area", "reason"):
+        t.add_column(col)
+    for k, a in record["items"].items():
+        t.add_row(k, f"{a['value']:.4f}", f"{a['positives']}/{a['negatives']}",
+                  f"{a['kind']} [{a['interval'][0]:g}, {a['interval'][1]:g}] step", a["reason"] or "")
+    t.add_row("S", f"{record['S']:.4f}", "", "harmonic mean", record["zero_rule"] or "")
+    console = Console()
+    console.print(t)
+    for p in record["problems"]:
+        console.print(f"problem: {p}")
+
+
+COMMANDS = [forensics_generate, forensics_baseline, forensics_evaluate]
