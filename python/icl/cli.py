@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "icl.contest.cli",
     "icl.forensics.cli",
     "icl.demo",
+    "icl.imaging.cli",
 )
 
 
