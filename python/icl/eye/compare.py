@@ -63,7 +63,7 @@ def height_ratio(eye: Eye, z: float, wavelength_nm: float = 550.0) -> float:
     """Paraxial height at plane ``z`` of an axial ray per unit entrance-pupil height (host eye)."""
     par = paraxial(eye, None, wavelength_nm)
     rays = pupil_rays(np.array([1e-6]), np.zeros(1), (0.0, 0.0), par.entrance_pupil_z)
-    steps = [s for s in path_steps(eye, None, "host", wavelength_nm) if s.surface.offset < z]
+    steps = [s for s in path_steps(eye, None, "host", wavelength_nm) if s.placement.z + s.surface.offset < z]
     out = trace(steps, rays, TraceOptions(apertures=False, fresnel=False))
     media = eye.media()
     return float(to_plane(out, z, media[len(steps)].index(wavelength_nm)).x[0] / 1e-6)

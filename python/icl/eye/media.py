@@ -49,17 +49,22 @@ class Medium:
     name : str
         ``cornea``, ``aqueous``, ``lens``, ``vitreous``, ``air`` or any label for a constant index.
     constant : float or None
-        Index used at every wavelength (``None`` for the Navarro media).
+        Index used at every wavelength (``None`` for the Navarro dispersion model).
+    reference : tuple of float or None
+        Indices (n** at 365 nm, n_F at 486.1 nm, n_C at 656.3 nm, n* at 1014 nm) fed to the Navarro
+        dispersion model; ``None`` takes Navarro's Table 1 entry for ``name``.
     """
 
     name: str
     constant: float | None = None
+    reference: tuple[float, float, float, float] | None = None
 
     def index(self, wavelength_nm: float) -> float:
         """Refractive index at ``wavelength_nm`` (nm)."""
         if self.constant is not None:
             return float(self.constant)
-        return float(np.dot(NAVARRO_REFERENCE[self.name], navarro_weights(wavelength_nm)))
+        ref = self.reference if self.reference is not None else NAVARRO_REFERENCE[self.name]
+        return float(np.dot(ref, navarro_weights(wavelength_nm)))
 
 
 AIR = Medium("air", 1.0)

@@ -34,6 +34,9 @@ class Eye:
         Entrance pupil diameter (mm).
     name : str
         Label.
+    placements : tuple of Placement or None
+        Rigid decentre and tilt of each surface about its own vertex (``z`` of each placement is added to
+        the vertex position); ``None`` for a centred eye. Paraxial constants use the centred system.
     """
 
     surfaces: tuple[tuple[Surface, Medium], ...]
@@ -41,6 +44,7 @@ class Eye:
     stop_z: float
     pupil_diameter_mm: float = 3.2
     name: str = "eye"
+    placements: tuple[Placement, ...] | None = None
 
     def media(self) -> list[Medium]:
         """Medium in front of each surface, then the last medium."""
@@ -56,8 +60,15 @@ class Eye:
     def steps(self, wavelength_nm: float) -> list[Step]:
         """The eye's own surfaces as placed steps (centred, untilted)."""
         media = self.media()
-        return [Step(s, Placement(), media[i].index(wavelength_nm), media[i + 1].index(wavelength_nm))
-                for i, (s, _) in enumerate(self.surfaces)]
+        out = []
+        for i, (s, _) in enumerate(self.surfaces):
+            n1, n2 = media[i].index(wavelength_nm), media[i + 1].index(wavelength_nm)
+            if self.placements is None:
+                out.append(Step(s, Placement(), n1, n2))
+            else:  # pivot on the surface's own vertex
+                pl = self.placements[i]
+                out.append(Step(replace(s, offset=0.0), replace(pl, z=pl.z + s.offset), n1, n2))
+        return out
 
     def with_vitreous(self, retina_z: float) -> Eye:
         """Same eye with the retina at ``retina_z`` (axial myopia or hyperopia)."""
