@@ -108,6 +108,13 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]} overflows a double")
+    return value
+
+
 def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Read a UTF-8 JSON file with a size bound, depth bound and no NaN/Infinity literals.
 
@@ -130,7 +137,7 @@ def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file) from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
         raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file) from None
     except ValueError as exc:
