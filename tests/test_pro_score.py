@@ -1,0 +1,64 @@
+import shutil
+
+import numpy as np
+import pytest
+
+from icl.io import load_npz, write_json, write_npz
+from icl.pro.generate import generate
+from icl.pro.score import score_run, score_submission
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rel")
+    generate(d, per_template=4, seed=11, progress=False, only=["C01", "C05", "F06"])
+    return d
+
+
+def _perfect(release, out, iid):
+    for p in (release / "private" / "psf" / iid).glob("*.npz"):
+        a = load_npz(p, required=("psf", "x_arcmin", "y_arcmin"))
+        write_npz(out / "results" / iid / p.stem / "psf_linear.npz", **a)
+        write_npz(out / "results" / iid / p.stem / "psf_repeat.npz", **a)
+
+
+def test_reference_psf_scores_full_and_garbage_scores_zero(release, tmp_path):
+    iid = "C05-02"
+    good = tmp_path / "good"
+    _perfect(release, good, iid)
+    r = score_run(release, good, "test", instances=[iid])
+    by = {c["check"]: c for c in r["checks"]}
+    assert by["C05.1"]["score"] == 1.0 and by["C05.3"]["score"] == 1.0
+    assert by["C05.4"]["score"] is None and r["pending_expert_checks"] == 1
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    (bad / "results" / iid / "clear_on" / "psf_linear.npz").write_bytes(b"not a zip")
+    write_npz(bad / "results" / iid / "black_on" / "psf_linear.npz", psf=np.full((3, 3), np.nan))
+    write_json(bad / "results" / iid / "black_on" / "energy.json", {"incident": 1.0, "recorded": 2.0})
+    r = score_run(release, bad, "test", instances=[iid])
+    by = {c["check"]: c for c in r["checks"]}
+    # Two of eight cases broken: the rubric's half mark ("within tolerance on at least half").
+    assert by["C05.1"]["score"] == 0.5 and "clear_on: " in by["C05.1"]["reason"]
+    assert by["C05.2"]["score"] == 0.0
+
+
+def test_missing_task_is_zero_and_gates_reported(release, tmp_path):
+    s = score_submission(release, [tmp_path], "empty", bootstrap_n=50)
+    assert s["professional_score"] == 0.0 and s["completion_rate"] == 0.0
+    assert s["gates"]["G1"]["pass"] is False and s["gates"]["G3"]["pass"] is None
+    assert "development" in s["professional_score_status"]
+
+
+def test_reviews_count_and_bootstrap_seeded(release, tmp_path):
+    out = tmp_path / "run"
+    for iid in ("C05-02", "F06-02"):
+        _perfect(release, out, iid)
+    rev = tmp_path / "rev.json"
+    write_json(rev, {"reviews": [{"instance": "C05-02", "check": "C05.4", "score": 1}]})
+    a = score_submission(release, [out, out], "x", reviews=rev, bootstrap_n=200, seed=1)
+    b = score_submission(release, [out, out], "x", reviews=rev, bootstrap_n=200, seed=1)
+    assert a["bootstrap_95"] == b["bootstrap_95"]
+    lo, hi = a["bootstrap_95"]
+    assert lo <= a["professional_score"] <= hi
+    c05 = a["run_details"][0]["templates"]["C05"]
+    assert 0 < c05 < 1  # one of two test instances answered; C05-02 has its expert check reviewed
