@@ -10,6 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from icl._core_loader import core
+from icl import fftw  # noqa: F401  (honours ICL_FFTW_MEASURE)
 from icl.optics.model import ARCSEC, Scene, Source
 from icl.optics.sampling import (
     COARSE_BAND,
