@@ -1,5 +1,7 @@
 """Measured FFTW plans: wisdom saved in the user cache, same results as estimated plans to rounding."""
 
+import atexit
+
 import numpy as np
 
 from icl import fftw
@@ -19,6 +21,7 @@ def test_measured_plans_store_wisdom_and_agree(tmp_path, monkeypatch):
         fftw._save_wisdom()
     finally:
         fftw.use_measured_plans(False)
+        atexit.unregister(fftw._save_wisdom)  # keep the exit hook off the real cache
         psf_samples.cache_clear()
     assert fftw.wisdom_path().is_relative_to(tmp_path)
     assert "fftw" in fftw.wisdom_path().read_text()

@@ -40,6 +40,7 @@ def use_measured_plans(enable: bool = True) -> bool:
         return False
     path = wisdom_path()
     loaded = path.is_file() and core.import_wisdom(path.read_text())
+    atexit.unregister(_save_wisdom)  # register once, however often this is called
     atexit.register(_save_wisdom)
     return bool(loaded)
 
