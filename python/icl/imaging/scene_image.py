@@ -171,10 +171,10 @@ def image_kernel(image: ImageMap, delta_y: float, delta_x: float, ratio: float, 
     kernel : ndarray, shape (2 Ky + 1, 2 Kx + 1)
     ky, kx : int
     """
-    from icl.optics.sampling import _taper, tap_halfwidth
+    from icl.optics.sampling import _taper, _taper_halfwidth
 
     rows, cols = image.shape
-    k_tap = tap_halfwidth(round(xb, 6), tol)
+    k_tap = _taper_halfwidth(round(xb, 6), tol)
     ky = int(math.ceil(rows * ratio / 2.0)) + k_tap + 1
     kx = int(math.ceil(cols * ratio / 2.0)) + k_tap + 1
 
