@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from icl._core_loader import core
-from icl.eye.model import PRIMARY_PATHS, Eye, Implant
+from icl.eye.model import GHOST_PATHS, PRIMARY_PATHS, Eye, Implant
 from icl.eye.paraxial import paraxial
 from icl.eye.trace import TraceOptions
 from icl.eye.wavefront import host_reference, opd
@@ -52,7 +52,10 @@ class ThickPupil:
     field_arcmin : tuple of float
         Source direction (x, y) in arcmin.
     paths : tuple of str
-        Enabled paths among ``lens``, ``hole``, ``edge`` (the others are treated as opaque: ablation).
+        Enabled paths: any of ``lens``, ``hole``, ``edge`` (summed coherently; the others are treated as
+        opaque: ablation), or a single ghost path ``ghost_icl`` / ``ghost_icl_lens`` on its own. A ghost is
+        its own component, added in intensity: its extra path (2 n t ~ 0.3 mm or more) exceeds the coherence
+        length of any broadband source by far.
     fresnel : bool
         Include Fresnel transmission in the amplitude.
     wavelength_nm : float or None
@@ -75,6 +78,12 @@ class ThickPupil:
     def _paths(self) -> tuple[str, ...]:
         if self.implant is None:
             return ("host",)
+        unknown = [p for p in self.paths if p not in PRIMARY_PATHS + GHOST_PATHS]
+        ghosts = [p for p in self.paths if p in GHOST_PATHS]
+        if unknown or (ghosts and len(self.paths) > 1):
+            raise ValueError(f"paths {self.paths}: give primary paths {PRIMARY_PATHS} or one of {GHOST_PATHS}")
+        if ghosts:
+            return tuple(ghosts)
         out = [p for p in self.paths if p in PRIMARY_PATHS]
         if self.implant.hole_mm == 0:
             out = [p for p in out if p != "hole"]
@@ -127,7 +136,7 @@ class ThickPupil:
                 out[p] = [self._boundary(p, 0.0, 2.0 * rh + 0.05, True, c0, wavelength_nm)]
             elif p == "edge":
                 out[p] = [self._boundary(p, 0.0, big, False, c0, wavelength_nm)]
-            else:  # lens: an annulus (inner edge: hole and its wall; outer edge: the optic zone)
+            else:  # lens or ghost: an annulus (inner edge: hole and its wall; outer edge: the optic zone)
                 fps = []
                 if imp.hole_mm > 0:
                     fps.append(self._boundary(p, 0.0, 2.0 * rh + 0.05, False, c0, wavelength_nm))
@@ -160,6 +169,7 @@ class ThickPupil:
             if np.any(flags != 0):
                 raise ValueError(f"path {p}: {int(np.sum(flags != 0))} rays fail without apertures")
             frac = self._fraction(fps[p], n, du)[idx]
+            _check_sampling(p, w_mm, frac, idx, n, wavelength * 1e3)
             out[idx] += frac * np.sqrt(weight) * np.exp(1j * k * w_mm)
         out[idx] *= pupil[idx]
         return out
@@ -180,3 +190,19 @@ class ThickPupil:
                 part = part - area + inter if fp.side > 0 else part - inter
             covered += part
         return max(0.0, 1.0 - covered / area)
+
+
+def _check_sampling(path: str, w_mm: np.ndarray, frac: np.ndarray, idx: tuple, n: int, lam_mm: float) -> None:
+    """Refuse a grid on which the path's wavefront changes by more than half a wave between neighbours.
+
+    Such a phase is aliased by the FFT (light lands at wrong angles); strongly defocused ghosts need a
+    far-field window wide enough for their spread or the geometric component (:mod:`icl.eye.ghosts`).
+    """
+    grid = np.full((n, n), np.nan)
+    grid[idx] = np.where(frac > 0, w_mm, np.nan)
+    steps = [np.abs(np.diff(grid, axis=a)) for a in (0, 1)]
+    worst = max(float(np.nanmax(d)) if np.any(np.isfinite(d)) else 0.0 for d in steps)
+    if worst > 0.5 * lam_mm:
+        raise ValueError(f"path {path}: the wavefront changes by {worst / lam_mm:.2f} waves between pupil "
+                         "samples (> 0.5): its far field is wider than the sampled window; widen the window "
+                         "(Sampling.support_arcmin, coarser pitch) or render the path geometrically")
