@@ -254,9 +254,14 @@ def _off_fixation(scene: Scene) -> bool:
     return any(s.x_arcmin or s.y_arcmin for s in scene.sources) or (icl is not None and any(icl.decentre_mm))
 
 
-def evaluate(release: str | Path, submission: str | Path) -> dict:
-    """Score every condition of ``release`` from the folder ``submission``; return the score document."""
-    cases = load_release(release)
+def evaluate(release: str | Path, submission: str | Path,
+             loaded: list[tuple[str, list[ReferenceCondition]]] | None = None) -> dict:
+    """Score every condition of ``release`` from the folder ``submission``; return the score document.
+
+    ``loaded`` may pass the result of :func:`load_release` to score several submissions against one
+    release without reading it again.
+    """
+    cases = loaded if loaded is not None else load_release(release)
     sub_root = Path(submission)
     out_cases, total = {}, 0.0
     for case_id, refs in cases:
