@@ -6,15 +6,16 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from icl._paths import cases_dir
 from icl.contest import parse_thresholds, refuse_safety_rank, score_result
 from icl.contest.cli import contest_rank, contest_score
 from icl.contest.rank import rank_records
 
 EXAMPLE = cases_dir() / "contest" / "example_team.json"
-PUBLISHED = {"published": True, "thresholds": [{"item": "NH", "metric": "area", "min": 0.5},
-                                               {"item": "S", "min": 0.3}]}
+PUBLISHED = {
+    "published": True,
+    "thresholds": [{"item": "NH", "metric": "area", "min": 0.5}, {"item": "S", "min": 0.3}],
+}
 
 
 @pytest.fixture
@@ -51,7 +52,9 @@ def test_missing_item_key_gives_zero_and_keeps_the_rest(doc):
 def test_published_gate_passes_and_fails(doc):
     th = parse_thresholds(PUBLISHED)
     assert score_result(doc, th)["rankable"] is True
-    strict = parse_thresholds({"published": True, "thresholds": [{"item": "DUP", "metric": "area", "min": 0.5}]})
+    strict = parse_thresholds(
+        {"published": True, "thresholds": [{"item": "DUP", "metric": "area", "min": 0.5}]}
+    )
     r = score_result(doc, strict)
     assert r["rankable"] is False and "DUP area >= 0.5: got 0.4430" in r["gate"]["reasons"]
 
@@ -114,8 +117,9 @@ def test_cli_score_and_rank_write_deterministic_json(tmp_path):
 def test_cli_zero_threshold_exits_loudly(tmp_path):
     thr = tmp_path / "thr.json"
     thr.write_text(json.dumps({"published": True, "thresholds": [{"item": "S", "min": 0}]}))
-    res = CliRunner().invoke(contest_score, [str(EXAMPLE), "--thresholds", str(thr), "--output",
-                                             str(tmp_path / "o.json")])
+    res = CliRunner().invoke(
+        contest_score, [str(EXAMPLE), "--thresholds", str(thr), "--output", str(tmp_path / "o.json")]
+    )
     assert res.exit_code != 0 and not (tmp_path / "o.json").exists()
 
 
@@ -125,8 +129,23 @@ def test_rank_refuses_foreign_documents(tmp_path):
     with pytest.raises(InputError, match="missing"):
         rank_records([("x.json", {"team": "A"})])
     with pytest.raises(InputError, match="efficiency"):
-        rank_records([("x.json", {"team": "A", "track": 1, "group": "g", "rankable": True, "T": 50.0, "S": 0.5,
-                                  "gate": {}, "efficiency": {"latency_s": -1}})])
+        rank_records(
+            [
+                (
+                    "x.json",
+                    {
+                        "team": "A",
+                        "track": 1,
+                        "group": "g",
+                        "rankable": True,
+                        "T": 50.0,
+                        "S": 0.5,
+                        "gate": {},
+                        "efficiency": {"latency_s": -1},
+                    },
+                )
+            ]
+        )
 
 
 def test_labels_must_be_binary(doc):

@@ -7,9 +7,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from icl.contest import (ThresholdConfigError, item_area, parse_thresholds, pr_curve, safety_score, safety_weight,
-                         clinical_weight, total, total_unrounded)
+from icl.contest import (
+    ThresholdConfigError,
+    clinical_weight,
+    item_area,
+    parse_thresholds,
+    pr_curve,
+    safety_score,
+    safety_weight,
+    total,
+    total_unrounded,
+)
 from icl.contest.pr import precision_at_recall, precision_at_top_k, recall_at_fpr, step_area
 
 # Areas are sums of a handful of exact fractions; float64 reproduces them to ~1e-16.
@@ -107,10 +115,10 @@ def test_control_3_monotone_weights():
     ws = [safety_weight(s) for s in grid]
     wc = [clinical_weight(s) for s in grid]
     assert ws[0] == pytest.approx(0.4, abs=1e-15) and ws[-1] == pytest.approx(0.2, abs=1e-15)
-    assert all(a >= b for a, b in zip(ws, ws[1:]))
-    assert all(a <= b for a, b in zip(wc, wc[1:]))
+    assert all(a >= b for a, b in zip(ws, ws[1:], strict=False))
+    assert all(a <= b for a, b in zip(wc, wc[1:], strict=False))
     # w_c is defined as 1 - w_s; float64 addition returns 1 to within one ulp.
-    assert all(abs(a + b - 1.0) <= 2**-52 for a, b in zip(ws, wc))
+    assert all(abs(a + b - 1.0) <= 2**-52 for a, b in zip(ws, wc, strict=True))
 
 
 @settings(max_examples=200, deadline=None)
@@ -134,9 +142,17 @@ def test_harmonic_example_054():
     assert s < (0.9 + 0.9 + 0.3) / 3
 
 
-PLACEHOLDERS = st.one_of(st.text(max_size=8), st.none(), st.just(0), st.just(0.0), st.floats(max_value=0.0),
-                         st.floats(min_value=1.0, exclude_min=True), st.just(float("nan")), st.booleans(),
-                         st.lists(st.integers(), max_size=2))
+PLACEHOLDERS = st.one_of(
+    st.text(max_size=8),
+    st.none(),
+    st.just(0),
+    st.just(0.0),
+    st.floats(max_value=0.0),
+    st.floats(min_value=1.0, exclude_min=True),
+    st.just(float("nan")),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -162,10 +178,19 @@ def test_control_4_unpublished_is_not_rankable_and_guessed_value_refused():
 
 
 def test_published_thresholds_parse():
-    th = parse_thresholds({"published": True, "thresholds": [
-        {"item": "NH", "metric": "recall_at_fpr", "at": 0.10, "min": 0.5},
-        {"item": "DUP", "metric": "precision_at_top_k", "at": 20, "min": 0.25},
-        {"item": "S", "min": 0.3}]})
-    assert [r.describe() for r in th.rules] == ["NH recall_at_fpr@0.1 >= 0.5", "DUP precision_at_top_k@20 >= 0.25",
-                                                 "S value >= 0.3"]
+    th = parse_thresholds(
+        {
+            "published": True,
+            "thresholds": [
+                {"item": "NH", "metric": "recall_at_fpr", "at": 0.10, "min": 0.5},
+                {"item": "DUP", "metric": "precision_at_top_k", "at": 20, "min": 0.25},
+                {"item": "S", "min": 0.3},
+            ],
+        }
+    )
+    assert [r.describe() for r in th.rules] == [
+        "NH recall_at_fpr@0.1 >= 0.5",
+        "DUP precision_at_top_k@20 >= 0.25",
+        "S value >= 0.3",
+    ]
     assert math.isclose(th.rules[0].minimum, 0.5)

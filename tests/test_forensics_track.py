@@ -3,12 +3,26 @@
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
-from icl.forensics.baseline import ARCMIN_PER_RAD, _ring_radius, features, load_public, physics_scores, random_scores
+from icl.forensics.baseline import (
+    ARCMIN_PER_RAD,
+    _ring_radius,
+    features,
+    load_public,
+    physics_scores,
+    random_scores,
+)
 from icl.forensics.cli import forensics_baseline, forensics_evaluate, forensics_generate
 from icl.forensics.evaluate import evaluate
-from icl.forensics.generate import COUNTS, write_release
-from icl.forensics.generate import _draw_scene, _ring_asset, _with, forge_nh, physical, render_scene
+from icl.forensics.generate import (
+    COUNTS,
+    _draw_scene,
+    _ring_asset,
+    _with,
+    forge_nh,
+    physical,
+    render_scene,
+    write_release,
+)
 from icl.io import load_json, write_json
 
 SEED = 11
@@ -45,7 +59,9 @@ def test_release_is_byte_identical_for_a_seed(release, tmp_path):
 def test_generate_cli_full_release(tmp_path):
     res = CliRunner().invoke(forensics_generate, ["--output", str(tmp_path / "r"), "--seed", "1"])
     assert res.exit_code == 0, res.output
-    assert len(load_json(tmp_path / "r" / "public" / "forensics_cases.json")["images"]) == sum(COUNTS.values())
+    assert len(load_json(tmp_path / "r" / "public" / "forensics_cases.json")["images"]) == sum(
+        COUNTS.values()
+    )
 
 
 def test_baselines_through_the_cli(release, tmp_path):
@@ -53,10 +69,15 @@ def test_baselines_through_the_cli(release, tmp_path):
     rows = {}
     for mode in ("random", "physics"):
         sub, out = tmp_path / f"{mode}.json", tmp_path / f"{mode}_score.json"
-        assert runner.invoke(forensics_baseline, ["--release", str(release), "--output", str(sub),
-                                                  "--mode", mode]).exit_code == 0
-        res = runner.invoke(forensics_evaluate, ["--release", str(release), "--submission", str(sub),
-                                                 "--output", str(out)])
+        assert (
+            runner.invoke(
+                forensics_baseline, ["--release", str(release), "--output", str(sub), "--mode", mode]
+            ).exit_code
+            == 0
+        )
+        res = runner.invoke(
+            forensics_evaluate, ["--release", str(release), "--submission", str(sub), "--output", str(out)]
+        )
         assert res.exit_code == 0, res.output
         rows[mode] = load_json(out)
     phys, rand = rows["physics"], rows["random"]
@@ -111,9 +132,16 @@ def test_wrap_fold_puts_light_back_at_the_far_edge():
 
 def test_asset_ring_does_not_scale_with_wavelength():
     rng = np.random.default_rng(2)
-    base = _with(_draw_scene(rng, far=False), **{"sources.0.x_arcmin": 0.0, "sources.0.y_arcmin": 0.0,
-                                                 "sources.0.extent": {"kind": "point"},
-                                                 "pupil.diameter_mm": 3.2, "pupil.icl.decentre_mm": [0.0, 0.0]})
+    base = _with(
+        _draw_scene(rng, far=False),
+        **{
+            "sources.0.x_arcmin": 0.0,
+            "sources.0.y_arcmin": 0.0,
+            "sources.0.extent": {"kind": "point"},
+            "pupil.diameter_mm": 3.2,
+            "pupil.icl.decentre_mm": [0.0, 0.0],
+        },
+    )
     blue = _with(base, **{"sources.0.spectrum": [[450.0, 1.0]]})
     red = _with(base, **{"sources.0.spectrum": [[650.0, 1.0]]})
     assert np.array_equal(_ring_asset(blue, 0.01), _ring_asset(red, 0.01))

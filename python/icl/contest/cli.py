@@ -9,9 +9,15 @@ import click
 
 @click.command("contest-score")
 @click.argument("input_json", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--thresholds", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Published threshold file; without it the result is 'not rankable'.")
-@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Score record.")
+@click.option(
+    "--thresholds",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Published threshold file; without it the result is 'not rankable'.",
+)
+@click.option(
+    "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Score record."
+)
 def contest_score(input_json: Path, thresholds: Path | None, output: Path) -> None:
     """Score one team's evaluation file: NH, DUP, SPL, S, weights, total and gate."""
     from rich.console import Console
@@ -32,7 +38,9 @@ def contest_score(input_json: Path, thresholds: Path | None, output: Path) -> No
 
 @click.command("contest-rank")
 @click.argument("records", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Ranking JSON.")
+@click.option(
+    "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Ranking JSON."
+)
 def contest_rank(records: tuple[Path, ...], output: Path) -> None:
     """Rank several contest-score outputs within each track and group."""
     from rich.console import Console

@@ -80,8 +80,11 @@ def _unit_min(value: Any, file: str | None, field: str) -> float:
     if not math.isfinite(v):
         raise _fail(f"must be finite, got {v!r}", file, field)
     if v == 0.0:
-        raise _fail("a threshold of 0 lets every result pass; an unpublished threshold is null with "
-                    "published=false", file, field)
+        raise _fail(
+            "a threshold of 0 lets every result pass; an unpublished threshold is null with published=false",
+            file,
+            field,
+        )
     if v < 0.0 or v > 1.0:
         raise _fail(f"must lie in (0, 1], got {v!r} (above 1 nobody can pass)", file, field)
     return v
@@ -94,6 +97,7 @@ def parse_thresholds(obj: Any, file: str | None = None) -> Thresholds:
     ------
     ThresholdConfigError
         On any misconfiguration; the error names the file and field and is logged at ERROR level.
+
     """
     if not isinstance(obj, dict):
         raise _fail(f"expected an object, got {type(obj).__name__}", file, None)
@@ -109,8 +113,11 @@ def parse_thresholds(obj: Any, file: str | None = None) -> Thresholds:
     if not published:
         for i, r in enumerate(rules_in):
             if isinstance(r, dict) and r.get("min") is not None:
-                raise _fail("a threshold value in an unpublished file is a guess; leave min null until "
-                            "publication", file, f"thresholds[{i}].min")
+                raise _fail(
+                    "a threshold value in an unpublished file is a guess; leave min null until publication",
+                    file,
+                    f"thresholds[{i}].min",
+                )
         return Thresholds(False, (), file)
     if not rules_in:
         raise _fail("published thresholds must list at least one rule", file, "thresholds")
@@ -177,8 +184,9 @@ def metric_value(rule: Threshold, areas: dict[str, ItemArea], s: float) -> float
     return precision_at_top_k(area.curve, int(rule.at))
 
 
-def gate(thresholds: Thresholds, areas: dict[str, ItemArea], s: float, *, track: int | None,
-         has_total: bool) -> GateResult:
+def gate(
+    thresholds: Thresholds, areas: dict[str, ItemArea], s: float, *, track: int | None, has_total: bool
+) -> GateResult:
     """Decide whether a result may be ranked.
 
     Parameters
@@ -193,6 +201,7 @@ def gate(thresholds: Thresholds, areas: dict[str, ItemArea], s: float, *, track:
         Track number; a result without one cannot be ranked.
     has_total : bool
         Whether a total could be computed (the clinical score was valid).
+
     """
     reasons = []
     if track is None:

@@ -32,8 +32,10 @@ from typing import Any
 
 import numpy as np
 
-INTERPOLATION = ("step: precision at recall r is the precision of the first operating point "
-                 "(highest score threshold, tied scores entering together) whose recall is >= r")
+INTERPOLATION = (
+    "step: precision at recall r is the precision of the first operating point "
+    "(highest score threshold, tied scores entering together) whose recall is >= r"
+)
 PARTIAL_INTERVAL = (0.05, 0.50)
 
 
@@ -53,6 +55,7 @@ class Curve:
         Cumulative true and false positives at each threshold.
     positives, negatives : int
         Case counts (label 1 and label 0).
+
     """
 
     thresholds: np.ndarray
@@ -80,6 +83,7 @@ def pr_curve(scores: Any, labels: Any) -> Curve:
     NotComputable
         If the arrays differ in length, are empty, hold non-finite scores or labels other than 0/1,
         or there is no positive case (recall undefined).
+
     """
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels)
@@ -161,6 +165,7 @@ class ItemArea:
         Why the item is 0 by rule, if it is.
     curve : Curve or None
         Operating points (kept for threshold metrics; not written to files).
+
     """
 
     item: str
@@ -180,9 +185,17 @@ class ItemArea:
     def to_dict(self) -> dict[str, Any]:
         """JSON form (no arrays)."""
         lo, hi = self.interval
-        return {"item": self.item, "value": self.value, "kind": self.kind, "interval": [lo, hi],
-                "normalised_by": hi - lo, "interpolation": INTERPOLATION, "positives": self.positives,
-                "negatives": self.negatives, "reason": self.reason}
+        return {
+            "item": self.item,
+            "value": self.value,
+            "kind": self.kind,
+            "interval": [lo, hi],
+            "normalised_by": hi - lo,
+            "interpolation": INTERPOLATION,
+            "positives": self.positives,
+            "negatives": self.negatives,
+            "reason": self.reason,
+        }
 
 
 # Which area each item scores (seed 003): partial for non-human and splice, full for duplicate.
@@ -202,6 +215,7 @@ def item_area(item: str, scores: Any, labels: Any) -> ItemArea:
     Returns
     -------
     ItemArea
+
     """
     kind = ITEM_KIND[item]
     interval = PARTIAL_INTERVAL if kind == "partial" else (0.0, 1.0)

@@ -25,6 +25,7 @@ def refuse_safety_rank(record: dict[str, Any]) -> float:
     ------
     ValueError
         For track 7 (it takes no part in the safety items) or a record without a safety score.
+
     """
     if record.get("track") == NO_SAFETY_TRACK:
         raise ValueError("track 7 has no safety score: ordering it by S is undefined")
@@ -100,12 +101,26 @@ def rank_group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _row(r: dict[str, Any], place: int | None, eff: float | None, note: str | None) -> dict[str, Any]:
     w = r.get("weakest") or {}
-    return {"place": place, "team": r.get("team"), "status": "rankable" if r.get("rankable") else "not rankable",
-            "weakest": w.get("item"), "weakest_value": w.get("value"), "weakest_positives": w.get("positives"),
-            "weakest_negatives": w.get("negatives"),
-            "NH": _item(r, "NH"), "DUP": _item(r, "DUP"), "SPL": _item(r, "SPL"), "S": r.get("S"),
-            "w_s": r.get("w_s"), "w_c": r.get("w_c"), "C": r.get("C"), "T": r.get("T"),
-            "compute_class": r.get("compute_class"), "efficiency": eff, "note": note}
+    return {
+        "place": place,
+        "team": r.get("team"),
+        "status": "rankable" if r.get("rankable") else "not rankable",
+        "weakest": w.get("item"),
+        "weakest_value": w.get("value"),
+        "weakest_positives": w.get("positives"),
+        "weakest_negatives": w.get("negatives"),
+        "NH": _item(r, "NH"),
+        "DUP": _item(r, "DUP"),
+        "SPL": _item(r, "SPL"),
+        "S": r.get("S"),
+        "w_s": r.get("w_s"),
+        "w_c": r.get("w_c"),
+        "C": r.get("C"),
+        "T": r.get("T"),
+        "compute_class": r.get("compute_class"),
+        "efficiency": eff,
+        "note": note,
+    }
 
 
 def _item(r: dict[str, Any], key: str) -> float | None:
@@ -124,9 +139,17 @@ def _check_record(r: Any, file: str) -> dict[str, Any]:
         raise InputError("expected a number or null", file, "T")
     eff = r.get("efficiency")
     if eff is not None:
-        ok = (isinstance(eff, dict) and isinstance(eff.get("protocol"), dict)
-              and all(isinstance(eff.get(k), (int, float)) and not isinstance(eff.get(k), bool)
-                      and math.isfinite(eff[k]) and eff[k] > 0 for k in ("latency_s", "peak_memory_gib")))
+        ok = (
+            isinstance(eff, dict)
+            and isinstance(eff.get("protocol"), dict)
+            and all(
+                isinstance(eff.get(k), (int, float))
+                and not isinstance(eff.get(k), bool)
+                and math.isfinite(eff[k])
+                and eff[k] > 0
+                for k in ("latency_s", "peak_memory_gib")
+            )
+        )
         if not ok:
             raise InputError("expected {latency_s > 0, peak_memory_gib > 0, protocol}", file, "efficiency")
     return r
@@ -139,17 +162,19 @@ def rank_records(records: list[tuple[str, Any]]) -> dict[str, Any]:
     -------
     dict
         ``{"groups": [{"track", "group", "rows": [...]}, ...]}`` ordered by track then group.
+
     """
     checked = [_check_record(r, f) for f, r in records]
     teams = [(r["track"], r["group"], r["team"]) for r in checked]
     dup = {t for t in teams if teams.count(t) > 1}
     if dup:
-        raise InputError(f"team listed twice in one track and group: {sorted(map(str, dup))}", records[0][0],
-                         "team")
+        raise InputError(
+            f"team listed twice in one track and group: {sorted(map(str, dup))}", records[0][0], "team"
+        )
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in checked:
         groups[(r["track"], r["group"])].append(r)
     out = []
-    for (track, group) in sorted(groups, key=lambda k: (k[0] is None, k[0] or 0, str(k[1]))):
+    for track, group in sorted(groups, key=lambda k: (k[0] is None, k[0] or 0, str(k[1]))):
         out.append({"track": track, "group": group, "rows": rank_group(groups[(track, group)])})
     return {"groups": out}

@@ -25,8 +25,11 @@ def _counts(p: Any, n: Any) -> str:
 
 def score_table(r: dict[str, Any]) -> Table:
     """One team's record, one row per review step, in the seed's review order."""
-    t = Table(title=f"team {r['team']}  track {r['track']}  group {r['group']}", caption=NOTE,
-              caption_justify="left")
+    t = Table(
+        title=f"team {r['team']}  track {r['track']}  group {r['group']}",
+        caption=NOTE,
+        caption_justify="left",
+    )
     t.add_column("step")
     t.add_column("symbol")
     t.add_column("value", justify="right")
@@ -36,8 +39,12 @@ def score_table(r: dict[str, Any]) -> Table:
     w = r.get("weakest")
     if w:
         t.add_row("2 weakest item", w["item"], _f(w["value"]), w["reason"] or "")
-        t.add_row("3 its cases", w["item"], _counts(w["positives"], w["negatives"]),
-                  f"{w['kind']} area, step interpolation" + (", /0.45" if w["kind"] == "partial" else ""))
+        t.add_row(
+            "3 its cases",
+            w["item"],
+            _counts(w["positives"], w["negatives"]),
+            f"{w['kind']} area, step interpolation" + (", /0.45" if w["kind"] == "partial" else ""),
+        )
         for k in ("NH", "DUP", "SPL"):
             a = r["items"][k]
             t.add_row("", k, _f(a["value"]), f"P/N {_counts(a['positives'], a['negatives'])}")
@@ -53,25 +60,61 @@ def score_table(r: dict[str, Any]) -> Table:
     t.add_row("", "", _f(eff.get("peak_memory_gib"), 2), "peak memory GiB (tie-break only)")
     rob, gen = r.get("robustness"), r.get("generalisation")
     if rob:
-        t.add_row("apart", "", _f(rob["drop_rate"]), f"robustness drop rate of {rob['metric']} over "
-                  f"{rob['cases']} cases (not in T)")
+        t.add_row(
+            "apart",
+            "",
+            _f(rob["drop_rate"]),
+            f"robustness drop rate of {rob['metric']} over {rob['cases']} cases (not in T)",
+        )
     if gen:
-        t.add_row("apart", "", f"{gen['in_distribution']:.4f} / {gen['unseen']:.4f}",
-                  f"generalisation, unseen = {gen['unseen_definition']} (not in T)")
+        t.add_row(
+            "apart",
+            "",
+            f"{gen['in_distribution']:.4f} / {gen['unseen']:.4f}",
+            f"generalisation, unseen = {gen['unseen_definition']} (not in T)",
+        )
     return t
 
 
 def rank_table(group: dict[str, Any]) -> Table:
     """One (track, group) ranking as a table."""
     t = Table(title=f"track {group['track']}  group {group['group']}", caption=NOTE, caption_justify="left")
-    for col in ("place", "team", "rankable", "weakest", "P/N", "NH", "DUP", "SPL", "S", "w_s", "w_c", "C", "T",
-                "class", "eff.", "note"):
+    for col in (
+        "place",
+        "team",
+        "rankable",
+        "weakest",
+        "P/N",
+        "NH",
+        "DUP",
+        "SPL",
+        "S",
+        "w_s",
+        "w_c",
+        "C",
+        "T",
+        "class",
+        "eff.",
+        "note",
+    ):
         t.add_column(col)
     for row in group["rows"]:
-        t.add_row("-" if row["place"] is None else str(row["place"]), str(row["team"]),
-                  "yes" if row["status"] == "rankable" else "no", row["weakest"] or "-",
-                  _counts(row["weakest_positives"], row["weakest_negatives"]),
-                  _f(row["NH"]), _f(row["DUP"]), _f(row["SPL"]), _f(row["S"]), _f(row["w_s"]), _f(row["w_c"]),
-                  _f(row["C"]), _f(row["T"], 2), row["compute_class"] or "-", _f(row["efficiency"], 3),
-                  row["note"] or "")
+        t.add_row(
+            "-" if row["place"] is None else str(row["place"]),
+            str(row["team"]),
+            "yes" if row["status"] == "rankable" else "no",
+            row["weakest"] or "-",
+            _counts(row["weakest_positives"], row["weakest_negatives"]),
+            _f(row["NH"]),
+            _f(row["DUP"]),
+            _f(row["SPL"]),
+            _f(row["S"]),
+            _f(row["w_s"]),
+            _f(row["w_c"]),
+            _f(row["C"]),
+            _f(row["T"], 2),
+            row["compute_class"] or "-",
+            _f(row["efficiency"], 3),
+            row["note"] or "",
+        )
     return t

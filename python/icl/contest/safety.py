@@ -43,6 +43,7 @@ def safety_score(items: Mapping[str, float | None]) -> tuple[float, str | None]:
         Harmonic mean in ``[0, 1]``, or 0 by the zero rule.
     zero_rule : str or None
         Why S is 0 by rule (the first failing item), else ``None``.
+
     """
     values = []
     for key in ITEMS:

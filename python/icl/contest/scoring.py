@@ -44,11 +44,17 @@ SYMBOLS = {
     "T": "total 100 (S w_s + C w_c), rounded to two decimals at the end (track 7: 100 C)",
 }
 
-RULE = {"interpolation": INTERPOLATION, "partial_interval": list(PARTIAL_INTERVAL),
-        "partial_interval_ends": "closed", "partial_normalised_by": PARTIAL_INTERVAL[1] - PARTIAL_INTERVAL[0],
-        "item_kind": dict(ITEM_KIND), "safety": "S = 3 / (1/NH + 1/DUP + 1/SPL), float64, 0 if any item is 0",
-        "weights": "w_s = 0.2 + 0.2 (1 - S); w_c = 1 - w_s", "total": "T = 100 (S w_s + C w_c)",
-        "rounding": "two decimals, half away from zero, once at the end"}
+RULE = {
+    "interpolation": INTERPOLATION,
+    "partial_interval": list(PARTIAL_INTERVAL),
+    "partial_interval_ends": "closed",
+    "partial_normalised_by": PARTIAL_INTERVAL[1] - PARTIAL_INTERVAL[0],
+    "item_kind": dict(ITEM_KIND),
+    "safety": "S = 3 / (1/NH + 1/DUP + 1/SPL), float64, 0 if any item is 0",
+    "weights": "w_s = 0.2 + 0.2 (1 - S); w_c = 1 - w_s",
+    "total": "T = 100 (S w_s + C w_c)",
+    "rounding": "two decimals, half away from zero, once at the end",
+}
 
 
 def _number(v: Any) -> bool:
@@ -125,11 +131,19 @@ def _efficiency(obj: Any, problems: list[str]) -> dict | None:
             raise ValueError(f"latency_s must be a positive number, got {lat!r}")
         if not (_number(mem) and mem > 0):
             raise ValueError(f"peak_memory_gib must be a positive number, got {mem!r}")
-        if not (isinstance(proto, dict) and set(proto) == {"batch_size", "input_size"}
-                and isinstance(proto["batch_size"], int) and not isinstance(proto["batch_size"], bool)
-                and proto["batch_size"] > 0 and isinstance(proto["input_size"], str) and proto["input_size"]):
-            raise ValueError("protocol must be {batch_size: positive int, input_size: non-empty string}; "
-                             "without it speed and memory have no common zero")
+        if not (
+            isinstance(proto, dict)
+            and set(proto) == {"batch_size", "input_size"}
+            and isinstance(proto["batch_size"], int)
+            and not isinstance(proto["batch_size"], bool)
+            and proto["batch_size"] > 0
+            and isinstance(proto["input_size"], str)
+            and proto["input_size"]
+        ):
+            raise ValueError(
+                "protocol must be {batch_size: positive int, input_size: non-empty string}; "
+                "without it speed and memory have no common zero"
+            )
     except ValueError as exc:
         problems.append(f"efficiency: {exc}; efficiency left out (no tie-break)")
         return None
@@ -143,6 +157,7 @@ def robustness_drop(before: Any, after: Any) -> float:
     ----------
     before, after : dict
         ``{"cases": [ids], "value": x}`` measured on the unperturbed and the perturbed cases.
+
     """
     for name, d in (("before", before), ("after", after)):
         if not isinstance(d, dict) or not isinstance(d.get("cases"), list) or not _number(d.get("value")):
@@ -168,21 +183,38 @@ def _robustness(obj: Any, problems: list[str]) -> dict | None:
     except ValueError as exc:
         problems.append(f"robustness: {exc}; left out")
         return None
-    return {"metric": obj["metric"], "cases": len(obj["before"]["cases"]), "before": obj["before"]["value"],
-            "after": obj["after"]["value"], "drop_rate": drop, "in_total": False}
+    return {
+        "metric": obj["metric"],
+        "cases": len(obj["before"]["cases"]),
+        "before": obj["before"]["value"],
+        "after": obj["after"]["value"],
+        "drop_rate": drop,
+        "in_total": False,
+    }
 
 
 def _generalisation(obj: Any, problems: list[str]) -> dict | None:
     if obj is None:
         return None
-    ok = (isinstance(obj, dict) and isinstance(obj.get("unseen_definition"), str) and obj["unseen_definition"]
-          and _number(obj.get("in_distribution")) and _number(obj.get("unseen")))
+    ok = (
+        isinstance(obj, dict)
+        and isinstance(obj.get("unseen_definition"), str)
+        and obj["unseen_definition"]
+        and _number(obj.get("in_distribution"))
+        and _number(obj.get("unseen"))
+    )
     if not ok:
-        problems.append("generalisation: expected {unseen_definition: text fixed in advance, in_distribution, "
-                        "unseen}; left out")
+        problems.append(
+            "generalisation: expected {unseen_definition: text fixed in advance, in_distribution, "
+            "unseen}; left out"
+        )
         return None
-    return {"unseen_definition": obj["unseen_definition"], "in_distribution": float(obj["in_distribution"]),
-            "unseen": float(obj["unseen"]), "in_total": False}
+    return {
+        "unseen_definition": obj["unseen_definition"],
+        "in_distribution": float(obj["in_distribution"]),
+        "unseen": float(obj["unseen"]),
+        "in_total": False,
+    }
 
 
 def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | None = None) -> dict[str, Any]:
@@ -201,12 +233,22 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
     -------
     dict
         The score record written by ``icl contest-score``.
+
     """
     if not isinstance(doc, dict):
         raise InputError(f"expected an object, got {type(doc).__name__}", file)
     problems: list[str] = []
-    known = {"team", "track", "group", "compute_class", "clinical_score", "items", "efficiency", "robustness",
-             "generalisation"}
+    known = {
+        "team",
+        "track",
+        "group",
+        "compute_class",
+        "clinical_score",
+        "items",
+        "efficiency",
+        "robustness",
+        "generalisation",
+    }
     for key in sorted(set(doc) - known):
         problems.append(f"{key}: unknown field ignored")
     team = doc.get("team")
@@ -230,8 +272,14 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
         problems.append(f"clinical_score: expected a number in [0, 1], got {c!r}; no total")
         c = None
 
-    out: dict[str, Any] = {"team": team, "track": track, "group": group, "compute_class": cclass, "rule": RULE,
-                           "symbols": SYMBOLS}
+    out: dict[str, Any] = {
+        "team": team,
+        "track": track,
+        "group": group,
+        "compute_class": cclass,
+        "rule": RULE,
+        "symbols": SYMBOLS,
+    }
     if track == NO_SAFETY_TRACK:
         if "items" in doc:
             problems.append("items: track 7 has no safety score; items ignored")
@@ -247,15 +295,32 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
         ws, wc = safety_weight(s), clinical_weight(s)
         t_raw = None if c is None else total_unrounded(s, c)
         w = weakest(areas)
-        out.update(items={k: a.to_dict() for k, a in areas.items()},
-                   weakest={"item": w.item, "value": w.value, "positives": w.positives, "negatives": w.negatives,
-                            "kind": w.kind, "reason": w.reason})
+        out.update(
+            items={k: a.to_dict() for k, a in areas.items()},
+            weakest={
+                "item": w.item,
+                "value": w.value,
+                "positives": w.positives,
+                "negatives": w.negatives,
+                "kind": w.kind,
+                "reason": w.reason,
+            },
+        )
     g = gate(thresholds, areas, s if s is not None else 0.0, track=track, has_total=t_raw is not None)
-    out.update(gate=g.to_dict(), rankable=g.status == "rankable", S=s, zero_rule=zero_rule, w_s=ws, w_c=wc, C=c,
-               T=None if t_raw is None else round2(t_raw), T_unrounded=t_raw,
-               efficiency=_efficiency(doc.get("efficiency"), problems),
-               robustness=_robustness(doc.get("robustness"), problems),
-               generalisation=_generalisation(doc.get("generalisation"), problems),
-               thresholds={"published": thresholds.published, "file": thresholds.source},
-               problems=problems)
+    out.update(
+        gate=g.to_dict(),
+        rankable=g.status == "rankable",
+        S=s,
+        zero_rule=zero_rule,
+        w_s=ws,
+        w_c=wc,
+        C=c,
+        T=None if t_raw is None else round2(t_raw),
+        T_unrounded=t_raw,
+        efficiency=_efficiency(doc.get("efficiency"), problems),
+        robustness=_robustness(doc.get("robustness"), problems),
+        generalisation=_generalisation(doc.get("generalisation"), problems),
+        thresholds={"published": thresholds.published, "file": thresholds.source},
+        problems=problems,
+    )
     return out

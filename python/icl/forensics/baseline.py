@@ -69,7 +69,7 @@ def _ring_radius(img: np.ndarray, centre: tuple[float, float], lam_d_arcmin: flo
 def _mean_lambda_over_d(stated: dict[str, Any]) -> float:
     spec = stated["sources"][0]["spectrum"]
     w = sum(p for _, p in spec)
-    lam = sum(l * p for l, p in spec) / w if w > 0 else spec[0][0]
+    lam = sum(wl * p for wl, p in spec) / w if w > 0 else spec[0][0]
     return lam * 1e-9 / (stated["pupil"]["diameter_mm"] * 1e-3) * ARCMIN_PER_RAD
 
 
@@ -80,7 +80,7 @@ def _edges(img: np.ndarray) -> np.ndarray:
 
 def _blocks(img: np.ndarray) -> np.ndarray:
     n = img.shape[0] // BLOCK_PX
-    return img[:n * BLOCK_PX, :n * BLOCK_PX].reshape(n, BLOCK_PX, n, BLOCK_PX).sum(axis=(1, 3))
+    return img[: n * BLOCK_PX, : n * BLOCK_PX].reshape(n, BLOCK_PX, n, BLOCK_PX).sum(axis=(1, 3))
 
 
 def features(img: np.ndarray, stated: dict[str, Any], ref: np.ndarray | None = None) -> dict[str, Any]:
@@ -96,7 +96,9 @@ def features(img: np.ndarray, stated: dict[str, Any], ref: np.ndarray | None = N
     out["ring"] = abs(r_img - r_ref) / ring_tol if np.isfinite(r_img + r_ref) else 0.0
     p_img = radial_profile(img / e_img, c_img)
     p_ref = radial_profile(ref / e_ref, c_ref)
-    pix_per_bin = np.maximum(2 * np.pi * (np.arange(p_ref.size) + 0.5) * (BIN_ARCMIN * 60 / PITCH_ARCSEC) ** 2, 1)
+    pix_per_bin = np.maximum(
+        2 * np.pi * (np.arange(p_ref.size) + 0.5) * (BIN_ARCMIN * 60 / PITCH_ARCSEC) ** 2, 1
+    )
     # Each bin's allowance: 10 % (pupil and decentre tolerances move light between neighbouring bins)
     # plus three noise standard errors of the bin mean.
     allow = 0.10 * p_ref + 3 * NOISE_SIGMA / np.sqrt(pix_per_bin)
@@ -138,14 +140,21 @@ def physics_scores(images: dict[str, np.ndarray], stated: dict[str, dict]) -> di
         if twin is not None:
             mi, mj = feats[i]["mismatch"], feats[twin]["mismatch"]
             share = mi / (mi + mj) if mi + mj > 0 else 0.5
-        out[i] = {"NH": _squash(feats[i]["nh"]), "DUP": best * share, "SPL": _squash(feats[i]["block_spread"])}
+        out[i] = {
+            "NH": _squash(feats[i]["nh"]),
+            "DUP": best * share,
+            "SPL": _squash(feats[i]["block_spread"]),
+        }
     return out
 
 
 def random_scores(ids: list[str], seed: int) -> dict[str, dict[str, float]]:
     """Seeded uniform scores in [0, 1) for every image and item."""
     rng = np.random.default_rng(seed)
-    return {i: {k: float(v) for k, v in zip(("NH", "DUP", "SPL"), rng.random(3))} for i in sorted(ids)}
+    return {
+        i: {k: float(v) for k, v in zip(("NH", "DUP", "SPL"), rng.random(3), strict=True)}
+        for i in sorted(ids)
+    }
 
 
 def load_public(release: str | Path) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
@@ -162,8 +171,15 @@ def load_public(release: str | Path) -> tuple[dict[str, np.ndarray], dict[str, d
     images, stated = {}, {}
     for i in ids:
         f = pub / "images" / f"{i}.npz"
-        arr = load_npz(f, required=["image"], optional=["x_arcmin", "y_arcmin", "angular_pixel_arcsec"])["image"]
-        if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.dtype.kind != "f" or not np.all(np.isfinite(arr)):
+        arr = load_npz(f, required=["image"], optional=["x_arcmin", "y_arcmin", "angular_pixel_arcsec"])[
+            "image"
+        ]
+        if (
+            arr.ndim != 2
+            or arr.shape[0] != arr.shape[1]
+            or arr.dtype.kind != "f"
+            or not np.all(np.isfinite(arr))
+        ):
             raise InputError("expected a finite float [n, n] image", str(f), "image")
         images[i] = arr.astype(np.float64)
         sf = pub / "stated" / f"{i}.json"

@@ -8,7 +8,9 @@ import click
 
 
 @click.command("forensics-generate")
-@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Release folder.")
+@click.option(
+    "--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Release folder."
+)
 @click.option("--seed", type=int, default=None, help="Random seed (default 20261003).")
 def forensics_generate(output: Path, seed: int | None) -> None:
     """Render physical halo images, mix in forged ones, write a release with private labels."""
@@ -24,7 +26,9 @@ def forensics_generate(output: Path, seed: int | None) -> None:
 
 @click.command("forensics-baseline")
 @click.option("--release", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Submission JSON.")
+@click.option(
+    "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Submission JSON."
+)
 @click.option("--mode", type=click.Choice(["random", "physics"]), required=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")
 def forensics_baseline(release: Path, output: Path, mode: str, seed: int) -> None:
@@ -57,8 +61,13 @@ def forensics_evaluate(release: Path, submission: Path, output: Path) -> None:
     for col in ("symbol", "value", "P/N", "area", "reason"):
         t.add_column(col)
     for k, a in record["items"].items():
-        t.add_row(k, f"{a['value']:.4f}", f"{a['positives']}/{a['negatives']}",
-                  f"{a['kind']} [{a['interval'][0]:g}, {a['interval'][1]:g}] step", a["reason"] or "")
+        t.add_row(
+            k,
+            f"{a['value']:.4f}",
+            f"{a['positives']}/{a['negatives']}",
+            f"{a['kind']} [{a['interval'][0]:g}, {a['interval'][1]:g}] step",
+            a["reason"] or "",
+        )
     t.add_row("S", f"{record['S']:.4f}", "", "harmonic mean", record["zero_rule"] or "")
     console = Console()
     console.print(t)

@@ -40,13 +40,18 @@ def load_release(release: str | Path) -> tuple[list[str], dict[str, dict]]:
         raise InputError("expected an object of labels by image id", str(labels_file))
     for i in ids:
         lab = labels.get(i) if isinstance(i, str) else None
-        if not isinstance(lab, dict) or any(lab.get(k) not in (0, 1) for k in ITEMS) or not isinstance(
-                lab.get("kind"), str):
+        if (
+            not isinstance(lab, dict)
+            or any(lab.get(k) not in (0, 1) for k in ITEMS)
+            or not isinstance(lab.get("kind"), str)
+        ):
             raise InputError("missing or malformed label", str(labels_file), str(i))
     return ids, labels
 
 
-def read_scores(submission: Any, ids: list[str], file: str) -> tuple[dict[str, dict[str, float | None]], list[str]]:
+def read_scores(
+    submission: Any, ids: list[str], file: str
+) -> tuple[dict[str, dict[str, float | None]], list[str]]:
     """Per image and item, the submitted score or ``None`` with problems listed (never raises)."""
     problems: list[str] = []
     table: dict[str, dict[str, float | None]] = {i: dict.fromkeys(ITEMS) for i in ids}
@@ -75,6 +80,7 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
     -------
     dict
         Item areas (with case counts and rule), weakest item, S and zero rule, and every problem met.
+
     """
     from icl.io import load_json
 
@@ -100,7 +106,15 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
         areas[item] = item_area(item, [table[i][item] for i in members], y)
     s, zero_rule = safety_score({k: (a.value if a.computable else None) for k, a in areas.items()})
     w = weakest(areas)
-    return {"items": {k: a.to_dict() for k, a in areas.items()}, "S": s, "zero_rule": zero_rule,
-            "weakest": {"item": w.item, "value": w.value, "positives": w.positives, "negatives": w.negatives},
-            "C": None, "T": None, "note": "forensics track: safety items only, no clinical score, no total",
-            "rule": RULE, "symbols": {k: SYMBOLS[k] for k in ("NH", "DUP", "SPL", "S")}, "problems": problems}
+    return {
+        "items": {k: a.to_dict() for k, a in areas.items()},
+        "S": s,
+        "zero_rule": zero_rule,
+        "weakest": {"item": w.item, "value": w.value, "positives": w.positives, "negatives": w.negatives},
+        "C": None,
+        "T": None,
+        "note": "forensics track: safety items only, no clinical score, no total",
+        "rule": RULE,
+        "symbols": {k: SYMBOLS[k] for k in ("NH", "DUP", "SPL", "S")},
+        "problems": problems,
+    }

@@ -61,13 +61,25 @@ def _draw_scene(rng: np.random.Generator, far: bool | None = None) -> dict[str, 
     extent = {"kind": "point"}
     if rng.random() < 0.2:
         extent = {"kind": "disk", "diameter_arcmin": float(np.round(rng.uniform(0.3, 0.8), 2))}
-    return {"pupil": {"diameter_mm": float(np.round(rng.uniform(2.8, 4.0), 1)), "eye_excess_d": 8.0,
-                      "icl": {"power_d": -8.0, "cylinder_d": 0.0, "axis_deg": 0.0,
-                              "decentre_mm": [float(v) for v in np.round(rng.uniform(-0.04, 0.04, 2), 2)],
-                              "optic_zone_mm": 6.0, "hole_mm": hole_mm, "hole": hole}},
-            "detector": {"n": N_PIXELS, "pitch_arcsec": PITCH_ARCSEC},
-            "sources": [{"id": "L1", "x_arcmin": x, "y_arcmin": y, "flux": 1.0, "spectrum": spectrum,
-                         "extent": extent}]}
+    return {
+        "pupil": {
+            "diameter_mm": float(np.round(rng.uniform(2.8, 4.0), 1)),
+            "eye_excess_d": 8.0,
+            "icl": {
+                "power_d": -8.0,
+                "cylinder_d": 0.0,
+                "axis_deg": 0.0,
+                "decentre_mm": [float(v) for v in np.round(rng.uniform(-0.04, 0.04, 2), 2)],
+                "optic_zone_mm": 6.0,
+                "hole_mm": hole_mm,
+                "hole": hole,
+            },
+        },
+        "detector": {"n": N_PIXELS, "pitch_arcsec": PITCH_ARCSEC},
+        "sources": [
+            {"id": "L1", "x_arcmin": x, "y_arcmin": y, "flux": 1.0, "spectrum": spectrum, "extent": extent}
+        ],
+    }
 
 
 def _with(scene: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -96,10 +108,15 @@ def true_scene(stated: dict[str, Any], rng: np.random.Generator) -> dict[str, An
     t = TOLERANCES
     dec = stated["pupil"]["icl"]["decentre_mm"]
     src = stated["sources"][0]
-    return _with(stated, **{
-        "pupil.diameter_mm": stated["pupil"]["diameter_mm"] * (1 + rng.uniform(-1, 1) * t["pupil_diameter_relative"]),
-        "pupil.icl.decentre_mm": [d + rng.uniform(-1, 1) * t["decentre_mm"] for d in dec],
-        "sources.0.flux": src["flux"] * (1 + rng.uniform(-1, 1) * t["flux_relative"])})
+    return _with(
+        stated,
+        **{
+            "pupil.diameter_mm": stated["pupil"]["diameter_mm"]
+            * (1 + rng.uniform(-1, 1) * t["pupil_diameter_relative"]),
+            "pupil.icl.decentre_mm": [d + rng.uniform(-1, 1) * t["decentre_mm"] for d in dec],
+            "sources.0.flux": src["flux"] * (1 + rng.uniform(-1, 1) * t["flux_relative"]),
+        },
+    )
 
 
 def physical(stated: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
@@ -125,7 +142,10 @@ def forge_nh(kind: str, stated: dict[str, Any], rng: np.random.Generator) -> tup
     if kind == "bloom":
         a, sigma = float(rng.uniform(0.02, 0.06)), float(rng.uniform(4.0, 10.0))
         sharp = _sharp(stated, rng)
-        return (1 - a) * sharp + a * gaussian_filter(sharp, sigma, mode="constant"), {"mix": a, "sigma_px": sigma}
+        return (1 - a) * sharp + a * gaussian_filter(sharp, sigma, mode="constant"), {
+            "mix": a,
+            "sigma_px": sigma,
+        }
     if kind == "asset":
         d = stated["pupil"]["diameter_mm"]
         energy = (stated["pupil"]["icl"]["hole_mm"] / d) ** 2  # what a clear hole would scatter
@@ -150,12 +170,17 @@ def _variant(stated: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str
     """A different stated condition close to ``stated`` (one parameter changed)."""
     which = str(rng.choice(["wavelength", "pupil", "hole", "position"]))
     if which == "wavelength":
-        spec = [[w + float(rng.choice([-100.0, -50.0, 50.0, 100.0])), p] for w, p in stated["sources"][0]["spectrum"]]
+        spec = [
+            [w + float(rng.choice([-100.0, -50.0, 50.0, 100.0])), p]
+            for w, p in stated["sources"][0]["spectrum"]
+        ]
         spec = [[min(max(w, 420.0), 700.0), p] for w, p in spec]
         return _with(stated, **{"sources.0.spectrum": spec}), which
     if which == "pupil":
         d = stated["pupil"]["diameter_mm"]
-        return _with(stated, **{"pupil.diameter_mm": float(np.round(d + (0.5 if d < 3.4 else -0.5), 1))}), which
+        return _with(
+            stated, **{"pupil.diameter_mm": float(np.round(d + (0.5 if d < 3.4 else -0.5), 1))}
+        ), which
     if which == "hole":
         hole = stated["pupil"]["icl"]
         if hole["hole_mm"] == 0.0:
@@ -171,23 +196,25 @@ def forge_splice(kind: str, stated: dict[str, Any], rng: np.random.Generator) ->
     a, b = physical(stated, rng), physical(other, rng)
     if kind == "half":
         out = a.copy()
-        out[:, N_PIXELS // 2:] = b[:, N_PIXELS // 2:]
+        out[:, N_PIXELS // 2 :] = b[:, N_PIXELS // 2 :]
         return out, {"other_changed": changed, "split": "columns >= n/2"}
     size = 24
     i0, j0 = (int(v) for v in rng.integers(N_PIXELS // 4, 3 * N_PIXELS // 4 - size, 2))
     out = a.copy()
-    out[i0:i0 + size, j0:j0 + size] = b[i0:i0 + size, j0:j0 + size]
+    out[i0 : i0 + size, j0 : j0 + size] = b[i0 : i0 + size, j0 : j0 + size]
     return out, {"other_changed": changed, "patch_rows": [i0, i0 + size], "patch_cols": [j0, j0 + size]}
 
 
-def build(seed: int = DEFAULT_SEED, progress: Callable[[], None] | None = None,
-          counts: dict[str, int] | None = None) -> list[dict[str, Any]]:
+def build(
+    seed: int = DEFAULT_SEED, progress: Callable[[], None] | None = None, counts: dict[str, int] | None = None
+) -> list[dict[str, Any]]:
     """Draw and render every image of a release (``counts`` overrides :data:`COUNTS`, for small tests).
 
     Returns
     -------
     list of dict
         Entries ``{"image", "stated", "label"}`` in release order (shuffled, ids assigned).
+
     """
     counts = dict(COUNTS if counts is None else counts)
     rng = np.random.default_rng(seed)
@@ -195,8 +222,13 @@ def build(seed: int = DEFAULT_SEED, progress: Callable[[], None] | None = None,
 
     def add(image: np.ndarray, stated: dict, kind: str, item: str | None, detail: dict) -> None:
         noisy = image + rng.normal(0.0, NOISE_SIGMA, image.shape)
-        label = {"NH": int(item == "NH"), "DUP": int(item == "DUP"), "SPL": int(item == "SPL"), "kind": kind,
-                 "detail": detail}
+        label = {
+            "NH": int(item == "NH"),
+            "DUP": int(item == "DUP"),
+            "SPL": int(item == "SPL"),
+            "kind": kind,
+            "detail": detail,
+        }
         entries.append({"image": noisy, "stated": stated, "label": label})
         if progress:
             progress()
@@ -260,8 +292,12 @@ the safety score S is their harmonic mean, 0 if any item is 0 or unreadable.
 """
 
 
-def write_release(out: str | Path, seed: int = DEFAULT_SEED, progress: Callable[[], None] | None = None,
-                  counts: dict[str, int] | None = None) -> dict:
+def write_release(
+    out: str | Path,
+    seed: int = DEFAULT_SEED,
+    progress: Callable[[], None] | None = None,
+    counts: dict[str, int] | None = None,
+) -> dict:
     """Write a release folder (public images and stated scenes, private labels, manifest)."""
     from icl.io import atomic_write_bytes, write_json, write_manifest, write_npz
 
@@ -270,18 +306,40 @@ def write_release(out: str | Path, seed: int = DEFAULT_SEED, progress: Callable[
     axis = axis_arcmin()
     labels = {}
     for e in entries:
-        write_npz(out / "public" / "images" / f"{e['id']}.npz", image=e["image"], x_arcmin=axis, y_arcmin=axis,
-                  angular_pixel_arcsec=np.float64(PITCH_ARCSEC))
+        write_npz(
+            out / "public" / "images" / f"{e['id']}.npz",
+            image=e["image"],
+            x_arcmin=axis,
+            y_arcmin=axis,
+            angular_pixel_arcsec=np.float64(PITCH_ARCSEC),
+        )
         write_json(out / "public" / "stated" / f"{e['id']}.json", e["stated"])
         labels[e["id"]] = e["label"]
     ids = [e["id"] for e in entries]
-    write_json(out / "public" / "forensics_cases.json", {
-        "images": ids, "items": ["NH", "DUP", "SPL"], "detector": {"n": N_PIXELS, "pitch_arcsec": PITCH_ARCSEC},
-        "tolerances": TOLERANCES, "noise_sigma_per_pixel": NOISE_SIGMA,
-        "submission_format": {"scores": {"<image id>": {"NH": "number", "DUP": "number", "SPL": "number"}}}})
+    write_json(
+        out / "public" / "forensics_cases.json",
+        {
+            "images": ids,
+            "items": ["NH", "DUP", "SPL"],
+            "detector": {"n": N_PIXELS, "pitch_arcsec": PITCH_ARCSEC},
+            "tolerances": TOLERANCES,
+            "noise_sigma_per_pixel": NOISE_SIGMA,
+            "submission_format": {
+                "scores": {"<image id>": {"NH": "number", "DUP": "number", "SPL": "number"}}
+            },
+        },
+    )
     atomic_write_bytes(out / "public" / "README.md", README.encode())
     write_json(out / "private" / "labels.json", labels)
     counts = {k: sum(1 for lab in labels.values() if lab[k]) for k in ("NH", "DUP", "SPL")}
     counts["genuine"] = sum(1 for lab in labels.values() if lab["kind"] == "genuine")
-    return write_manifest(out, {"track": "halo-forensics", "seed": seed, "counts": counts,
-                                "noise_sigma_per_pixel": NOISE_SIGMA, "tolerances": TOLERANCES})
+    return write_manifest(
+        out,
+        {
+            "track": "halo-forensics",
+            "seed": seed,
+            "counts": counts,
+            "noise_sigma_per_pixel": NOISE_SIGMA,
+            "tolerances": TOLERANCES,
+        },
+    )
