@@ -34,8 +34,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        # os.replace is atomic for readers; no fsync: releases are regenerated, not recovered.
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
