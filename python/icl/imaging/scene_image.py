@@ -171,10 +171,10 @@ def image_kernel(image: ImageMap, delta_y: float, delta_x: float, ratio: float, 
     kernel : ndarray, shape (2 Ky + 1, 2 Kx + 1)
     ky, kx : int
     """
-    from icl.optics.sampling import _taper, _taper_halfwidth
+    from icl.optics.sampling import taper, taper_halfwidth
 
     rows, cols = image.shape
-    k_tap = _taper_halfwidth(round(xb, 6), tol)
+    k_tap = taper_halfwidth(round(xb, 6), tol)
     ky = int(math.ceil(rows * ratio / 2.0)) + k_tap + 1
     kx = int(math.ceil(cols * ratio / 2.0)) + k_tap + 1
 
@@ -184,10 +184,10 @@ def image_kernel(image: ImageMap, delta_y: float, delta_x: float, ratio: float, 
         n = int(core.fast_length(max(64, 2 * (2 * k + 1))))
         f = np.fft.fftfreq(n)
         centres = (np.arange(cells) - (cells - 1) / 2.0) * ratio
-        taper = _taper(f, round(xb, 6))
+        roll = taper(f, round(xb, 6))
         # phase(f, a) = exp(2 pi i f (delta - phi_a)): the sub-pixel shift and the cell positions.
         e = np.exp(2j * np.pi * f[:, None] * (delta - centres[None, :]))
-        return (np.sinc(f) * np.sinc(ratio * f) * taper)[:, None] * e, np.arange(-k, k + 1) % n
+        return (np.sinc(f) * np.sinc(ratio * f) * roll)[:, None] * e, np.arange(-k, k + 1) % n
 
     ey, iy = axis(ky, rows, delta_y)
     ex, ix = axis(kx, cols, delta_x)

@@ -49,7 +49,7 @@ class Sampling:
     tap_tolerance: float = 1e-10
 
 
-def _taper(f: np.ndarray, xb: float) -> np.ndarray:
+def taper(f: np.ndarray, xb: float) -> np.ndarray:
     """Error-function roll-off: 1 - 1e-13 at ``|f| = xb``, 1e-13 at ``|f| = 1/2``.
 
     A Gaussian-smoothed edge makes the taps decay like ``exp(-(pi sigma t)^2)``, much faster than a
@@ -85,11 +85,11 @@ def _ls_taps(delta: float, xb: float, k: int, q: int = 1) -> tuple[np.ndarray, f
 
 
 @lru_cache(maxsize=64)
-def _taper_halfwidth(xb: float, tol: float) -> int:
+def taper_halfwidth(xb: float, tol: float) -> int:
     """Half-width beyond which the tapered kernel's taps stay below ``tol`` of their peak."""
     f = np.fft.fftfreq(_L)
     m = np.fft.fftfreq(_L, 1.0 / _L)
-    g = np.fft.ifft(np.sinc(f) * _taper(f, xb)).real
+    g = np.fft.ifft(np.sinc(f) * taper(f, xb)).real
     return int(np.abs(m[np.abs(g) >= tol * np.abs(g).max()]).max()) + 1
 
 
@@ -132,7 +132,7 @@ def disk_kernel(delta_y: float, delta_x: float, diameter_px: float, xb: float, t
 
     Returns the kernel of shape (2 K2 + 1, 2 K2 + 1) and K2.
     """
-    k2 = int(math.ceil(diameter_px / 2.0)) + _taper_halfwidth(round(xb, 6), tol) + 1
+    k2 = int(math.ceil(diameter_px / 2.0)) + taper_halfwidth(round(xb, 6), tol) + 1
     n = int(core.fast_length(max(64, 4 * (2 * k2 + 1))))
     f = np.fft.fftfreq(n)
     fy, fx = f[:, None], f[None, :]
@@ -140,7 +140,7 @@ def disk_kernel(delta_y: float, delta_x: float, diameter_px: float, xb: float, t
     arg = np.pi * diameter_px * rho
     with np.errstate(invalid="ignore", divide="ignore"):
         disk = np.where(arg > 0, 2.0 * j1(arg) / np.where(arg > 0, arg, 1.0), 1.0)
-    h = (np.sinc(fx) * _taper(fx, round(xb, 6)) * np.sinc(fy) * _taper(fy, round(xb, 6)) * disk
+    h = (np.sinc(fx) * taper(fx, round(xb, 6)) * np.sinc(fy) * taper(fy, round(xb, 6)) * disk
          * np.exp(2j * np.pi * (fx * delta_x + fy * delta_y)))
     g = np.fft.ifft2(h).real
     idx = np.arange(-k2, k2 + 1) % n
