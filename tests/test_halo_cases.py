@@ -1,11 +1,9 @@
 """Case files: schema, loader errors naming file and field, flags and analytic anchors."""
 
 import json
-import math
 import shutil
 
 import pytest
-
 from icl.errors import InputError
 from icl.halo.cases import FIRST_BRIGHT, FIRST_DARK, halo_dir, load_case, load_cases
 

@@ -3,7 +3,6 @@
 import shutil
 
 import pytest
-
 from icl.halo.cases import load_cases
 from icl.halo.gallery import LOG_MAX, LOG_MIN, log_flux, signed_log
 from icl.halo.release import build_reference

@@ -7,12 +7,10 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from icl.cli import main
 from icl.halo.cases import FIRST_BRIGHT
 from icl.halo.release import generate
 from icl.io import load_json, load_npz
-
 
 _CACHE = {}
 

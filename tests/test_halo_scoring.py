@@ -5,13 +5,12 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from test_halo_release import shared_release
-
 from icl.cli import main
 from icl.halo.baselines import run_baseline
 from icl.halo.evaluate import evaluate, load_release
 from icl.halo.ring import measure_ring
 from icl.io import load_json, write_npz
+from test_halo_release import shared_release
 
 SCORES = {}
 
@@ -85,7 +84,6 @@ def _copy_sub(reference_sub, tmp_path):
 
 def _arrays(sub, cond):
     import numpy as np
-
     from icl.io import load_npz
 
     a = load_npz(sub / f"{cond}.npz", required=("components", "scene", "angular_pixel_arcsec"))

@@ -81,6 +81,7 @@ class Condition:
         The scene as written in the case file (what participants receive).
     calibration_ring, complex_field : bool
         Declared flags (see the module docstring).
+
     """
 
     id: str
@@ -104,7 +105,7 @@ class Condition:
         return tuple(icl.power_d * c * 1e-3 / ARCMIN for c in icl.decentre_mm)
 
     def lambda_over_d_arcmin(self, which: str = "max") -> float:
-        """lambda / D in arcmin for the longest (``max``) or shortest (``min``) wavelength of all sources."""
+        """Lambda / D in arcmin for the longest (``max``) or shortest (``min``) wavelength of all sources."""
         lams = [lam for s in self.scene.sources for lam, _ in s.spectrum]
         lam = max(lams) if which == "max" else min(lams)
         return lam * 1e-9 / (self.scene.pupil.diameter_mm * 1e-3) / ARCMIN
@@ -188,6 +189,7 @@ def load_case(path: str | Path) -> HaloCase | ResearchCard:
     ------
     InputError
         Naming the file and the field at fault.
+
     """
     path = Path(path)
     file = str(path)

@@ -69,6 +69,7 @@ def load_release(release: str | Path) -> list[tuple[str, list[ReferenceCondition
     ------
     InputError
         For a missing or malformed release file (naming the file and field).
+
     """
     root = Path(release)
     pub_file = root / "public" / "halo_cases.json"
@@ -108,6 +109,7 @@ def load_submission(path: Path, ref: ReferenceCondition) -> np.ndarray:
     ------
     Invalid
         With the reason, for any broken rule.
+
     """
     if not path.exists():
         raise Invalid("missing condition file")
@@ -164,7 +166,7 @@ def halo_mask(ref: ReferenceCondition) -> np.ndarray:
     """Pixels outside every source's main lobe (disk of first-dark-ring radius plus extent about its wick)."""
     xs, ys = np.meshgrid(ref.axis, ref.axis)
     mask = np.ones(xs.shape, dtype=bool)
-    for (cx, cy), s in zip(ref.anchors(), ref.record["sources"]):
+    for (cx, cy), s in zip(ref.anchors(), ref.record["sources"], strict=True):
         mask &= (xs - cx) ** 2 + (ys - cy) ** 2 > s["main_lobe_radius_arcmin"] ** 2
     return mask
 

@@ -63,7 +63,7 @@ def _case_figure(case, refs: dict, path: Path) -> None:
     fig, axes = plt.subplots(2, 4, figsize=(17, 8.4), dpi=72, gridspec_kw={"wspace": 0.42, "hspace": 0.3})
     fig.subplots_adjust(left=0.04, right=0.985, bottom=0.07, top=0.91)
     panels = [(ra, "a"), (rb, "b")]
-    for col, (ref, tag) in enumerate(panels):
+    for col, (ref, _) in enumerate(panels):
         ax = axes[0, col]
         im = ax.imshow(log_flux(ref.result.scene), origin="lower", extent=ext, cmap="magma", vmin=LOG_MIN,
                        vmax=LOG_MAX, interpolation="nearest")

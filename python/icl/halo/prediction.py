@@ -6,7 +6,6 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from icl.errors import InputError
 from icl.halo.cases import halo_dir
 from icl.io import load_json
 
@@ -26,6 +25,7 @@ def validate_prediction(path: str | Path) -> list[str]:
     ------
     InputError
         When the file cannot be read as JSON at all.
+
     """
     import jsonschema
 

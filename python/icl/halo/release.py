@@ -175,6 +175,7 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
         Show a progress bar on stderr.
     cases_directory : path, optional
         Case files to use instead of the installed ``cases/halo``.
+
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

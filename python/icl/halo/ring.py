@@ -197,6 +197,7 @@ def measure_ring(image: np.ndarray, axis: np.ndarray, lambda_over_d: float,
         neighbouring minima), ``significance`` (prominence / azimuthal sigma), ``arc_coverage`` (fraction
         of the circle inside the window), ``ring_centre_arcmin`` (circle fitted to per-sector ridge
         points, independent of the main image) and the rule parameters.
+
     """
     img = np.asarray(image, dtype=float)
     pitch = float(axis[1] - axis[0])
