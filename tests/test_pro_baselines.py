@@ -1,29 +1,44 @@
+"""Professional baselines: strategies spread, and evaluation runs through the sandboxed harness.
+
+The harness tests run every submission under :func:`icl.pro.harness.run_submission` (first available
+mechanism); hostile submissions must be blocked and score 0 for their tasks with the reason written down.
+"""
+
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
-from icl.pro.cli import pro_baselines
 from icl.pro.baselines.runner import run
+from icl.pro.cli import pro_baselines
+from icl.pro.evaluate import build_inputs, evaluate, input_sets, run_sets, select_instances
 from icl.pro.generate import generate
-from icl.pro.score import score_submission
+from icl.pro.harness import tree_sha256
+from icl.pro.score import score_run, score_submission
 
 
-def test_baselines_spread(tmp_path):
-    rel = tmp_path / "rel"
-    generate(rel, per_template=4, seed=2, progress=False, only=["A01", "C01", "C05", "F03"])
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rel")
+    generate(d, per_template=4, seed=2, progress=False, only=["A01", "C01", "C05", "D02", "F03"])
+    return d
+
+
+def test_baselines_spread(release, tmp_path):
+    ids = select_instances(release, 1)
+    assert [i[:3] for i in ids] == ["A01", "C01", "C05", "D02", "F03"]
     sub = tmp_path / "sub"
-    sub.mkdir()
-    ids = []
-    for t in ("A01", "C01", "C05", "F03"):
-        d = sorted((rel / "inputs" / "test").glob(f"{t}-*"))[0]
-        (sub / d.name).symlink_to(d)
-        ids.append(d.name)
+    build_inputs(release, {"all": ids}, sub)
     totals = {}
     for s in ("constant", "ignores_hole"):
-        run(s, sub, tmp_path / s)
-        totals[s] = score_submission(rel, [tmp_path / s], s, instances=ids, bootstrap_n=20)["professional_score"]
-    # Only 4 of 36 templates are generated here, so the maximum reachable total is about 11.
-    assert totals["constant"] < 1.0 < totals["ignores_hole"]
+        run(s, sub / "all", tmp_path / s)
+        totals[s] = score_submission(release, [tmp_path / s], s, instances=ids, bootstrap_n=20)["professional_score"]
+    # Only 5 of 36 templates are generated here (maximum reachable total about 14); the constant PSF
+    # earns only F03's repeat and manifest checks (2 of 3 in one of six F templates: 10 x 2/3 / 6 = 1.11).
+    assert totals["constant"] == pytest.approx(10 / 9) and totals["ignores_hole"] > 5.0
 
 
 def test_baseline_folders(tmp_path):
@@ -32,3 +47,100 @@ def test_baseline_folders(tmp_path):
     for s in ("constant", "gaussian", "hand_halo", "geometric", "ignores_hole"):
         run_script = Path(tmp_path / s / "run")
         assert run_script.stat().st_mode & 0o111 and "icl.pro.baselines.runner " + s in run_script.read_text()
+        assert (tmp_path / s / "source" / "icl" / "pro" / "baselines" / "runner.py").is_file()
+        assert list((tmp_path / s / "source" / "icl").glob("_core*.so"))
+
+
+def test_input_sets_separate_interventions():
+    sets = input_sets(["A01-04", "C05-04", "D02-04", "D02-05", "D04-04"])
+    assert sets == {"base": ["A01-04", "C05-04"], "intervention-D02": ["D02-04", "D02-05"],
+                    "intervention-D04": ["D04-04"]}
+
+
+def test_baseline_through_harness_matches_direct_run(release, tmp_path):
+    from icl.pro.evaluate import write_baselines
+
+    ids = select_instances(release, 1)
+    (sub,) = write_baselines(tmp_path / "subs", ["ignores_hole"])
+    (s,) = evaluate(release, [sub], tmp_path / "work", runs=1, instances=ids, bootstrap_n=20, progress=False)
+    det = s["run_details"][0]
+    assert s["gates"]["G3"]["pass"] is True and s["completion_rate"] == 1.0
+    assert det["cost"]["sets"] == 2 and det["cost"]["wall_s"] > 0 and det["cost"]["peak_rss_bytes"] > 10 * 2**20
+    # The sandboxed run gives the same scores as running the strategy in this process (same code, same inputs).
+    build_inputs(release, {"all": ids}, tmp_path / "direct_in")
+    run("ignores_hole", tmp_path / "direct_in" / "all", tmp_path / "direct")
+    direct = score_run(release, tmp_path / "direct", instances=ids)
+    assert [c["score"] for c in det["checks"]] == [c["score"] for c in direct["checks"]]
+
+
+CHEAT = '''#!/usr/bin/env python3
+"""Hostile: copy the evaluator's reference PSFs (host path) as answers{extra}."""
+import shutil, socket, sys
+from pathlib import Path
+inp, out = Path(sys.argv[1]), Path(sys.argv[2])
+for inst in sorted(p for p in inp.iterdir() if p.is_dir()):
+    try:
+        refs = sorted(Path("{private}", "psf", inst.name).iterdir())
+    except OSError as exc:
+        print("refused:", exc, file=sys.stderr)
+        refs = []
+    for ref in refs:
+        dst = out / "results" / inst.name / ref.stem
+        dst.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ref, dst / "psf_linear.npz")
+    if {net}:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(1.0)
+        try:
+            s.connect(("192.0.2.1", 80))
+        except OSError as exc:
+            print("connect refused:", exc, file=sys.stderr)
+'''
+
+
+def _cheat(folder: Path, private: Path, net: bool) -> Path:
+    folder.mkdir(parents=True)
+    text = CHEAT.replace("{extra}", " and phone home" if net else "").replace("{private}", str(private))
+    (folder / "run").write_text(text.replace("{net}", str(net)))
+    (folder / "run").chmod(0o755)
+    folder.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("net", [False, True], ids=["reads_private", "opens_socket"])
+def test_hostile_submission_is_blocked_and_scores_zero(release, tmp_path, net):
+    ids = [i for i in select_instances(release, 1) if i.startswith("C05")]
+    sets = {"base": ids}
+    inputs = build_inputs(release, sets, tmp_path / "in")
+    sub = _cheat(tmp_path / "cheat", release / "private", net)
+    # Control: outside the sandbox the cheat works and earns the full PSF check; the test can fail.
+    subprocess.run([sys.executable, str(sub / "run"), str(inputs["base"]), str(tmp_path / "free")], check=True)
+    free = {c["check"]: c["score"] for c in score_run(release, tmp_path / "free", instances=ids)["checks"]}
+    assert free["C05.1"] == 1.0
+    doc = run_sets(sub, inputs, sets, tmp_path / "run0", tree_sha256(sub), cpus=1, memory="1G", timeout_s=60)
+    rec = doc["sets"][0]["record"]
+    assert not list((tmp_path / "run0" / "base").rglob("*.npz"))  # the private files were out of reach
+    r = score_run(release, tmp_path / "run0", instances=ids)
+    assert all(c["score"] == 0.0 for c in r["checks"] if c["mode"] == "auto")
+    if net:
+        assert rec["ok"] is False and "network" in rec["violations"]
+        assert all(c["reason"].startswith("harness run not ok: network") for c in r["checks"])
+        assert r["gates"]["G3"]["pass"] is False and r["completion_rate"] == 0.0
+    else:
+        assert rec["ok"] is True and "refused" in (tmp_path / "run0" / "logs" / "base" / "stderr.log").read_text()
+        assert r["gates"]["G3"]["pass"] is True
+
+
+def test_changed_code_is_not_run_and_scores_zero(release, tmp_path):
+    ids = [i for i in select_instances(release, 1) if i.startswith("F03")]
+    sets = {"base": ids}
+    inputs = build_inputs(release, sets, tmp_path / "in")
+    sub = _cheat(tmp_path / "sub", release / "private", False)
+    frozen = tree_sha256(sub)
+    (sub / "run").write_text((sub / "run").read_text() + "# edited after freezing\n")
+    doc = run_sets(sub, inputs, sets, tmp_path / "run0", frozen, cpus=1, memory="1G", timeout_s=60)
+    assert doc["sets"][0]["record"]["violations"] == ["code_not_frozen"]
+    r = score_run(release, tmp_path / "run0", instances=ids)
+    assert r["gates"]["G3"]["pass"] is False
+    assert all(c["score"] == 0.0 and "code_not_frozen" in c["reason"] for c in r["checks"])
+    shutil.rmtree(tmp_path / "run0")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import stat
-import sys
 from pathlib import Path
 
 import click
@@ -49,70 +47,54 @@ def _table(scores: list[dict]) -> None:
     from icl.pro.score import leaderboard
 
     t = Table(title="professional_score (development score while expert review is pending)")
-    for col in ("name", "gates", "score", "worst", "95 % CI", "A", "B", "C", "D", "E", "F"):
+    for col in ("name", "gates", "score", "worst", "95 % CI", "done", "wall s", "CPU s", "peak MiB",
+                "A", "B", "C", "D", "E", "F"):
         t.add_column(col)
     for r in leaderboard(scores):
         gates = " ".join(f"{g}:{'-' if v is None else 'P' if v else 'F'}" for g, v in r["gates"].items())
         ci = "-" if r["bootstrap_95"] is None else f"{r['bootstrap_95'][0]:.1f}-{r['bootstrap_95'][1]:.1f}"
+        c = r["cost"]
+        cost = ("-", "-", "-") if not c else (f"{sum(c['wall_s']) / len(c['wall_s']):.1f}",
+                                             f"{sum(c['cpu_s']) / len(c['cpu_s']):.1f}",
+                                             f"{c['peak_rss_bytes'] / 2**20:.0f}")
         t.add_row(r["name"], gates, f"{r['professional_score']:.1f}", f"{r['worst']:.1f}", ci,
-                  *(f"{r['groups'][g]:.2f}" for g in "ABCDEF"))
-    Console().print(t)
+                  f"{r['completion_rate']:.2f}", *cost, *(f"{r['groups'][g]:.2f}" for g in "ABCDEF"))
+    Console(width=200).print(t)
 
 
 @click.command("pro-baselines")
 @click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
 def pro_baselines(output: Path) -> None:
-    """Write the five baseline submissions (folders with a ``run INPUT OUTPUT`` script) into OUTPUT."""
-    from icl.io import atomic_write_bytes, write_json
-    from icl.pro.baselines.runner import STRATEGIES
+    """Write the five baseline submissions (``run`` script, manifest, vendored icl) into OUTPUT."""
+    from icl.pro.evaluate import write_baselines
 
-    for s in STRATEGIES:
-        d = output / s
-        script = f'#!/bin/sh\nexec "{sys.executable}" -m icl.pro.baselines.runner {s} "$1" "$2"\n'
-        atomic_write_bytes(d / "run", script.encode())
-        (d / "run").chmod((d / "run").stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        write_json(d / "manifest.json", {"format": "icl-pro-submission/1",
-                                         "model": {"name": f"baseline-{s}", "version": "1", "description": f"baseline strategy {s}"},
-                                         "tools": [], "versions": {"submission": "1"}, "dependencies": [],
-                                         "random_seeds": {}, "compute_budget": {"cpus": 1, "memory_gb": 2, "build_minutes": 0,
-                                                                                "run_minutes_per_case": 1}})
-    click.echo(f"wrote {len(STRATEGIES)} baselines to {output}")
+    folders = write_baselines(output)
+    click.echo(f"wrote {len(folders)} baselines to {output}")
 
 
 @click.command("pro-baselines-eval")
 @click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("baselines", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--work", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--per-template", default=1, show_default=True, type=int, help="Test instances per template to run.")
-@click.option("--runs", default=1, show_default=True, type=int)
-def pro_baselines_eval(release: Path, baselines: Path, work: Path, per_template: int, runs: int) -> None:
-    """Run every baseline's ``run`` script on a subset of test instances and print the leaderboard."""
-    import shutil
-    import subprocess
-    import time
+@click.option("--per-template", default=4, show_default=True, type=int, help="Test instances per template to run.")
+@click.option("--runs", default=3, show_default=True, type=click.IntRange(1, 3), help="Independent runs per baseline.")
+@click.option("--cpus", default=4, show_default=True, type=int)
+@click.option("--memory", default="8G", show_default=True)
+@click.option("--timeout", "timeout_s", default=1200.0, show_default=True, type=float, help="Wall seconds per input set.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write every score JSON here.")
+def pro_baselines_eval(release: Path, baselines: Path, work: Path, per_template: int, runs: int, cpus: int, memory: str,
+                       timeout_s: float, output: Path | None) -> None:
+    """Freeze every baseline in BASELINES, run it through the sandboxed harness and print the leaderboard."""
+    from icl.io import write_json
+    from icl.pro.evaluate import evaluate
 
-    from icl.pro.score import score_submission
-
-    subset = work / "subset"
-    shutil.rmtree(subset, ignore_errors=True)
-    subset.mkdir(parents=True)
-    ids = []
-    test = release / "inputs" / "test"
-    for tid in sorted({p.name[:3] for p in test.iterdir()}):
-        for d in sorted(test.glob(f"{tid}-*"))[:per_template]:
-            (subset / d.name).symlink_to(d.resolve())
-            ids.append(d.name)
-    scores = []
-    for b in sorted(p for p in baselines.iterdir() if (p / "run").is_file()):
-        dirs, recs = [], []
-        for k in range(runs):
-            out = work / b.name / f"run{k}"
-            shutil.rmtree(out, ignore_errors=True)
-            t0 = time.perf_counter()
-            proc = subprocess.run([str(b / "run"), str(subset), str(out)], capture_output=True, timeout=3600)
-            recs.append({"ok": proc.returncode == 0, "wall_seconds": time.perf_counter() - t0})
-            dirs.append(out)
-        scores.append(score_submission(release, dirs, b.name, instances=ids, run_records=recs))
+    subs = sorted(p for p in baselines.iterdir() if (p / "run").is_file())
+    if not subs:
+        raise click.UsageError(f"no submission folders with a run program in {baselines}")
+    scores = evaluate(release, subs, work, per_template=per_template, runs=runs, cpus=cpus, memory=memory,
+                      timeout_s=timeout_s)
+    if output:
+        write_json(output, {"scores": [{k: v for k, v in s.items() if k != "run_details"} for s in scores]})
     _table(scores)
 
 

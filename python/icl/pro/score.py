@@ -35,10 +35,12 @@ def _grade(err: float, tol: float) -> float:
 class InstanceScorer:
     """Scores one instance of one run."""
 
-    def __init__(self, release: Path, run_dir: Path, iid: str, refs: dict):
+    def __init__(self, release: Path, run_dir: Path, iid: str, refs: dict, refused: str | None = None):
         self.release, self.run, self.iid, self.refs = release, run_dir, iid, refs
         self.results = run_dir / "results" / iid
         self.flags: dict[str, Any] = {}
+        # Why every task of the instance scores 0 (its harness run was not ok), or None.
+        self.refused = refused
 
     # artifacts ---------------------------------------------------------------
     def _file(self, case: str, name: str) -> Path:
@@ -339,6 +341,8 @@ class InstanceScorer:
         return p
 
     def score(self, ch: Check) -> tuple[float, str]:
+        if self.refused is not None:
+            return 0.0, self.refused
         if not self.results.is_dir():
             return 0.0, "missing task"
         try:
@@ -365,18 +369,83 @@ def load_reviews(path: str | Path | None) -> dict[tuple[str, str], float]:
     return out
 
 
+def load_sets(run_dir: str | Path) -> list[dict] | None:
+    """The harness sets of an evaluated run (``sets.json``, see :mod:`icl.pro.evaluate`), or None."""
+    p = Path(run_dir) / "sets.json"
+    if not p.is_file():
+        return None
+    doc = load_json(p)
+    sets = doc.get("sets") if isinstance(doc, dict) else None
+    if not isinstance(sets, list):
+        raise InputError("expected a list", str(p), "sets")
+    for i, row in enumerate(sets):
+        if not isinstance(row, dict) or not isinstance(row.get("record"), dict) or \
+                not isinstance(row.get("instances"), list) or not isinstance(row.get("output"), str):
+            raise InputError("expected {set, instances, output, record}", str(p), f"sets[{i}]")
+        out = row["output"]
+        if not out or "/" in out or "\\" in out or out.startswith("."):
+            raise InputError("output must be a folder name inside the run", str(p), f"sets[{i}].output")
+    return sets
+
+
+def _record_reason(rec: dict) -> str | None:
+    """Why a harness record makes its tasks score 0 (None when the run is ok)."""
+    if rec.get("ok") is True and rec.get("exit_status") == 0 and not rec.get("violations"):
+        return None
+    why = ", ".join(rec.get("violations") or []) or f"exit status {rec.get('exit_status')}"
+    detail = "; ".join((rec.get("messages") or [])[:2])
+    return f"harness run not ok: {why}" + (f" ({detail})" if detail else "")
+
+
+def _g3(sets: list[dict] | None, run_ok: bool | None) -> dict:
+    """Gate G3: cold start and every intervention ran ok, all under one frozen code hash."""
+    if sets is None:
+        if run_ok is None:
+            return {"pass": None, "reason": "not evaluated: no run record"}
+        return {"pass": bool(run_ok), "reason": "from the run record" if run_ok else "the run was not ok"}
+    bad = [f"{r['set']}: {_record_reason(r['record'])}" for r in sets if _record_reason(r["record"])]
+    hashes = {r["record"].get("frozen_sha256") for r in sets}
+    if None in hashes or len(hashes) != 1:
+        bad.append("not every run was checked against one frozen code hash")
+    elif any(r["record"].get("code_sha256_before") != r["record"].get("frozen_sha256") or
+             r["record"].get("code_sha256_after") != r["record"].get("frozen_sha256") for r in sets):
+        bad.append("code hash differs from the frozen hash")
+    if bad:
+        return {"pass": False, "reason": "; ".join(bad)}
+    return {"pass": True, "reason": f"{len(sets)} sandboxed runs (cold start and interventions) ok under frozen code"}
+
+
+def run_cost(sets: list[dict] | None) -> dict | None:
+    """Wall and CPU seconds summed over a run's sets, largest peak resident memory (bytes)."""
+    if sets is None:
+        return None
+    recs = [r["record"] for r in sets]
+    return {"wall_s": float(sum(r.get("wall_s", 0.0) for r in recs)), "cpu_s": float(sum(r.get("cpu_s", 0.0) for r in recs)),
+            "peak_rss_bytes": int(max((r.get("peak_rss_bytes", 0) for r in recs), default=0)), "sets": len(recs)}
+
+
 def score_run(release: str | Path, run_dir: str | Path, split: str = "test", reviews: str | Path | None = None,
               catalog: Catalog | None = None, instances: list[str] | None = None, run_ok: bool | None = None) -> dict:
     """Score one run of a submission on one split.
 
+    ``run_dir`` is either a plain OUTPUT folder (``results/<instance>/...``) or an evaluated run holding
+    ``sets.json`` (:mod:`icl.pro.evaluate`): then each instance is read from its set's OUTPUT, every task
+    of a set whose harness record is not ``ok`` scores 0 with the record's reason, and gate G3 comes from
+    the records. ``run_ok`` stands in for G3 when there is no ``sets.json``.
+
     Returns
     -------
     dict
-        Per-check scores with reasons, template, group and total scores, gates and pending counts.
+        Per-check scores with reasons, template, group and total scores, gates, pending counts and cost.
     """
     release, run_dir = Path(release), Path(run_dir)
     catalog = catalog or load_catalog(release / "catalog.json")
     rev = load_reviews(reviews)
+    sets = load_sets(run_dir)
+    where: dict[str, tuple[Path, str | None]] = {}
+    for row in sets or []:
+        for iid in row["instances"]:
+            where[str(iid)] = (run_dir / row["output"], _record_reason(row["record"]))
     table = load_json(release / "private" / "splits.json")["instances"]
     rows = [r for r in table if r["split"] == split and (instances is None or r["id"] in instances)]
     checks_out, inst_scores, flags, clusters = [], {}, defaultdict(bool), {}
@@ -384,11 +453,17 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     for row in rows:
         refs = load_json(release / "private" / "references" / f"{row['id']}.json")["checks"]
         tpl = catalog.template(row["template"])
-        sc = InstanceScorer(release, run_dir, row["id"], refs)
+        if sets is None:
+            root, refused = run_dir, None
+        else:
+            root, refused = where.get(row["id"], (run_dir, "not run by the harness"))
+        sc = InstanceScorer(release, root, row["id"], refs, refused)
         vals = []
         for ch in tpl.checks:
             if ch.mode == "auto":
                 s, why = sc.score(ch)
+            elif refused is not None:
+                s, why = 0.0, refused
             elif (row["id"], ch.id) in rev:
                 s, why = rev[(row["id"], ch.id)], "expert review"
             else:
@@ -400,14 +475,14 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
         for k, v in sc.flags.items():
             flags[(row["template"], k)] |= bool(v)
         inst_scores[row["id"]] = (row["template"], float(np.mean(vals)) if vals else 0.0,
-                                  (run_dir / "results" / row["id"]).is_dir())
+                                  refused is None and sc.results.is_dir())
         clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
     summary = aggregate(catalog, inst_scores)
-    gates = _gates(catalog, checks_out, flags, run_ok)
+    gates = _gates(catalog, checks_out, flags, _g3(sets, run_ok))
     return {"split": split, **summary, "gates": gates, "pending_expert_checks": pending,
             "professional_score_status": ("development score: " + f"{pending} expert checks pending")
             if pending else "complete", "completion_rate": float(np.mean([v[2] for v in inst_scores.values()]))
-            if inst_scores else 0.0, "checks": checks_out,
+            if inst_scores else 0.0, "cost": run_cost(sets), "checks": checks_out,
             "instances": {k: {"template": v[0], "score": v[1], "cluster": clusters[k]} for k, v in inst_scores.items()}}
 
 
@@ -423,7 +498,7 @@ def aggregate(catalog: Catalog, inst_scores: dict[str, tuple]) -> dict:
             "missing_templates": sorted(k for k in templates if not per_t[k])}
 
 
-def _gates(catalog: Catalog, checks: list[dict], flags: dict, run_ok: bool | None) -> dict:
+def _gates(catalog: Catalog, checks: list[dict], flags: dict, g3: dict) -> dict:
     def fail_if(cond: bool, why: str) -> dict:
         return {"pass": not cond, "reason": why if cond else "no failure found"}
 
@@ -435,8 +510,7 @@ def _gates(catalog: Catalog, checks: list[dict], flags: dict, run_ok: bool | Non
     g5 = any(v and k == "fabricated" for (_, k), v in flags.items())
     return {"G1": fail_if(g1, "ICL placed as a lens replacement, behind the crystalline lens, or no anatomy answer"),
             "G2": fail_if(g2, "unexplained energy gain, or a disabled mechanism keeps its effect"),
-            "G3": {"pass": run_ok, "reason": "from the harness run record" if run_ok is not None else "no run record"}
-            if run_ok is not None else {"pass": None, "reason": "not evaluated: no run record"},
+            "G3": g3,
             "G4": fail_if(not converged or flips, "no convergence evidence" if not converged else "a conclusion flips with sampling"),
             "G5": fail_if(g5, "invented provenance for a parameter the inputs mark unknown or synthetic")}
 
@@ -467,23 +541,27 @@ def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 202
 
 
 def score_submission(release: str | Path, run_dirs: list[str | Path], name: str, split: str = "test",
-                     reviews: str | Path | None = None, run_records: list[dict] | None = None,
+                     reviews: str | Path | None = None, run_ok: list[bool | None] | None = None,
                      bootstrap_n: int = 2000, seed: int = 20261027, instances: list[str] | None = None) -> dict:
-    """Score up to three independent runs: mean, worst, completion rate, cost, clustered bootstrap, gates."""
+    """Score up to three independent runs: mean, worst, completion rate, cost, clustered bootstrap, gates.
+
+    Each run directory is scored by :func:`score_run` (its ``sets.json``, when present, supplies the harness
+    records); ``run_ok`` gives G3 for runs without one.
+    """
     catalog = load_catalog(Path(release) / "catalog.json")
     runs = []
     for i, d in enumerate(run_dirs):
-        rec = run_records[i] if run_records else None
-        runs.append(score_run(release, d, split, reviews, catalog, instances, rec.get("ok") if rec else None))
+        runs.append(score_run(release, d, split, reviews, catalog, instances, run_ok[i] if run_ok else None))
     totals = [r["professional_score"] for r in runs]
     gates = {g: {"pass": (None if any(r["gates"][g]["pass"] is None for r in runs)
                           else all(r["gates"][g]["pass"] for r in runs)),
                  "reason": "; ".join(sorted({r["gates"][g]["reason"] for r in runs}))} for g in runs[0]["gates"]}
-    cost = [float(rec.get("wall_seconds", float("nan"))) for rec in run_records] if run_records else []
+    costs = [r["cost"] for r in runs if r["cost"] is not None]
     return {"name": name, "split": split, "runs": len(runs), "professional_score": float(np.mean(totals)),
             "professional_score_status": runs[0]["professional_score_status"], "worst": float(min(totals)),
-            "completion_rate": float(np.mean([r["completion_rate"] for r in runs])),
-            "cost_wall_seconds": [c for c in cost if math.isfinite(c)],
+            "run_scores": totals, "completion_rate": float(np.mean([r["completion_rate"] for r in runs])),
+            "cost": {"wall_s": [c["wall_s"] for c in costs], "cpu_s": [c["cpu_s"] for c in costs],
+                     "peak_rss_bytes": max((c["peak_rss_bytes"] for c in costs), default=None)} if costs else None,
             "bootstrap_95": bootstrap(runs, catalog, bootstrap_n, seed) if runs[0]["instances"] else None,
             "groups": {g: float(np.mean([r["groups"][g] for r in runs])) for g in GROUPS},
             "gates": gates, "gates_passed": all(v["pass"] is True for v in gates.values()),
@@ -493,6 +571,7 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
 def leaderboard(scores: list[dict]) -> list[dict]:
     """Rows grouped by gate pass (all gates passed first), then by score, highest first."""
     return sorted(({"name": s["name"], "gates_passed": s["gates_passed"], "professional_score": s["professional_score"],
-                    "worst": s["worst"], "bootstrap_95": s["bootstrap_95"],
+                    "worst": s["worst"], "bootstrap_95": s["bootstrap_95"], "completion_rate": s["completion_rate"],
+                    "cost": s["cost"],
                     "gates": {g: v["pass"] for g, v in s["gates"].items()}, "groups": s["groups"]} for s in scores),
                   key=lambda r: (not r["gates_passed"], -r["professional_score"], r["name"]))

@@ -1,0 +1,182 @@
+"""Evaluate submissions through the sandboxed harness: frozen code, input sets, run records.
+
+The evaluator copies the chosen instances into input sets, freezes each submission by its tree hash
+(:func:`icl.pro.harness.tree_sha256`) before its first run, and runs ``run INPUT OUTPUT`` once per set in a
+fresh sandbox (:func:`icl.pro.harness.run_submission`) with the frozen hash checked every time. The first
+set (``base``: groups A, B, C, E, F) is the cold start; each D template's instances form one hidden
+intervention set, so an intervention reaches the frozen code only as a changed input folder.
+
+Layout of one run of one submission (``<work>/<name>/run<k>/``)::
+
+    sets.json              set name, instances, output folder and run record of every set
+    <set>/                 the program's OUTPUT for that set (results/<instance>/...)
+    logs/<set>/            stdout.log, stderr.log, run_record.json
+
+:func:`icl.pro.score.score_run` reads ``sets.json``: instances of a set whose record is not ``ok`` score
+0 with the record's reason, and gate G3 passes only when every set ran ``ok`` under the frozen hash.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from icl.io import load_json, write_json
+from icl.pro.baselines.runner import STRATEGIES
+
+BASE_SET = "base"
+
+
+def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRATEGIES) -> list[Path]:
+    """Write one submission folder per baseline strategy into ``output``.
+
+    Each folder holds ``run`` (``/bin/sh`` script), ``manifest.json`` and ``source/icl``: a vendored copy
+    of this package with its compiled kernels, because the sandbox hides the installed ``icl`` (only the
+    reference-assisted track may use it, and then as code it carries).
+
+    Returns
+    -------
+    list of Path
+        The submission folders, in ``strategies`` order.
+    """
+    import icl
+    from icl import _core
+
+    pkg_dir = Path(icl.__file__).parent
+    core = Path(_core.__file__)
+    version = getattr(icl, "__version__", "0")
+    folders = []
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise ValueError(f"unknown baseline strategy {s!r}; choose from {STRATEGIES}")
+        d = Path(output) / s
+        if d.exists():
+            shutil.rmtree(d)
+        shutil.copytree(pkg_dir, d / "source" / "icl", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_core*.so"))
+        shutil.copy2(core, d / "source" / "icl" / core.name)
+        script = ("#!/bin/sh\n# Baseline submission: the vendored icl package, one fixed strategy.\n"
+                  'PYTHONPATH="/submission/source${PYTHONPATH:+:$PYTHONPATH}" export PYTHONPATH\n'
+                  f'exec python3 -m icl.pro.baselines.runner {s} "$1" "$2"\n')
+        (d / "run").write_text(script, encoding="utf-8")
+        write_json(d / "manifest.json", {
+            "format": "icl-pro-submission/1",
+            "model": {"name": f"baseline-{s}", "version": version, "description": f"baseline strategy {s}"},
+            "tools": [{"name": "icl-bench", "version": version, "source": "vendored"}],
+            "versions": {"submission": version}, "dependencies": [{"name": "numpy", "version": _dist("numpy")},
+                                                                  {"name": "scipy", "version": _dist("scipy")}],
+            "random_seeds": {},
+            "compute_budget": {"cpus": 1, "memory_gb": 2, "build_minutes": 0, "run_minutes_per_case": 1}})
+        _world_readable(d)
+        folders.append(d)
+    return folders
+
+
+def _dist(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+def _world_readable(root: Path) -> None:
+    """Make a tree readable (and folders and executables enterable) by the sandbox's unprivileged uid."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            p = Path(dirpath) / name
+            mode = p.lstat().st_mode
+            if stat.S_ISREG(mode):
+                p.chmod(0o755 if mode & 0o100 or name == "run" else 0o644)
+
+
+def select_instances(release: str | os.PathLike, per_template: int, split: str = "test") -> list[str]:
+    """The first ``per_template`` instances of every template in ``split`` (sorted ids)."""
+    rows = load_json(Path(release) / "private" / "splits.json")["instances"]
+    by_t: dict[str, list[str]] = {}
+    for r in sorted(rows, key=lambda r: r["id"]):
+        if r["split"] == split:
+            by_t.setdefault(r["template"], []).append(r["id"])
+    return [i for t in sorted(by_t) for i in by_t[t][:per_template]]
+
+
+def input_sets(instances: Sequence[str]) -> dict[str, list[str]]:
+    """``base`` (cold start: every non-D instance), then one hidden-intervention set per D template."""
+    sets: dict[str, list[str]] = {BASE_SET: [i for i in instances if not i.startswith("D")]}
+    for iid in instances:
+        if iid.startswith("D"):
+            sets.setdefault(f"intervention-{iid[:3]}", []).append(iid)
+    return {k: v for k, v in sets.items() if v}
+
+
+def build_inputs(release: str | os.PathLike, sets: dict[str, list[str]], folder: str | os.PathLike,
+                 split: str = "test") -> dict[str, Path]:
+    """Copy each set's instance folders into ``folder/<set>/`` (no links: the sandbox sees only copies)."""
+    folder = Path(folder)
+    out = {}
+    for name, ids in sets.items():
+        d = folder / name
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        for iid in ids:
+            shutil.copytree(Path(release) / "inputs" / split / iid, d / iid)
+        _world_readable(d)
+        out[name] = d
+    return out
+
+
+def run_sets(submission: str | os.PathLike, inputs: dict[str, Path], sets: dict[str, list[str]],
+             run_dir: str | os.PathLike, frozen_hash: str, *, cpus: int = 4, memory: str = "8G",
+             timeout_s: float = 1200.0, mechanism: str | None = None) -> dict[str, Any]:
+    """Run a frozen submission once on every input set; write and return ``run_dir/sets.json``."""
+    from icl.pro.harness import run_submission
+
+    run_dir = Path(run_dir)
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    rows = []
+    for name, ids in sets.items():
+        rec = run_submission(submission, inputs[name], run_dir / name, cpus=cpus, memory=memory, timeout_s=timeout_s,
+                             frozen_hash=frozen_hash, logs_dir=run_dir / "logs" / name, mechanism=mechanism)
+        rows.append({"set": name, "instances": list(ids), "output": name, "record": rec.to_dict()})
+    doc = {"format": "icl-pro-run-sets/1", "submission": str(Path(submission).resolve()), "frozen_sha256": frozen_hash,
+           "sets": rows}
+    write_json(run_dir / "sets.json", doc)
+    return doc
+
+
+def evaluate(release: str | os.PathLike, submissions: Sequence[str | os.PathLike], work: str | os.PathLike, *,
+             per_template: int = 4, runs: int = 3, cpus: int = 4, memory: str = "8G", timeout_s: float = 1200.0,
+             bootstrap_n: int = 2000, mechanism: str | None = None, instances: Sequence[str] | None = None,
+             progress: bool = True) -> list[dict]:
+    """Freeze, run ``runs`` times through the harness, and score every submission.
+
+    Returns
+    -------
+    list of dict
+        One :func:`icl.pro.score.score_submission` result per submission, with its cost.
+    """
+    from icl.pro.harness import tree_sha256
+    from icl.pro.score import score_submission
+
+    work = Path(work)
+    ids = list(instances) if instances is not None else select_instances(release, per_template)
+    sets = input_sets(ids)
+    inputs = build_inputs(release, sets, work / "inputs")
+    results = []
+    for sub in submissions:
+        sub = Path(sub)
+        frozen = tree_sha256(sub)  # frozen once, before the first run; every later run is checked against it
+        dirs = []
+        for k in range(runs):
+            if progress:
+                print(f"{sub.name}: run {k + 1} of {runs} ({len(sets)} input sets)", flush=True)
+            d = work / sub.name / f"run{k}"
+            run_sets(sub, inputs, sets, d, frozen, cpus=cpus, memory=memory, timeout_s=timeout_s, mechanism=mechanism)
+            dirs.append(d)
+        results.append(score_submission(release, dirs, sub.name, instances=ids, bootstrap_n=bootstrap_n))
+    return results
