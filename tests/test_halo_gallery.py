@@ -21,15 +21,17 @@ def test_display_mapping_is_fixed():
 
 @pytest.mark.browser
 def test_gallery_loads_in_chromium(tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api")
-    if shutil.which("chromium") is None:
-        pytest.skip("Debian's chromium is not installed (make browser-deps)")
-    from icl.halo.gallery import write_gallery
+    from playwright import sync_api as playwright
+
+    from icl.halo.gallery import case_png, write_gallery
+
+    assert shutil.which("chromium"), "Debian's chromium is missing: `make browser-deps` installs it"
 
     cases, _ = load_cases()
     cases = [c for c in cases if c.id in ("H01", "H11", "H14")]  # three cases keep the test fast
     refs = {cond.id: build_reference(cond) for case in cases for cond in case.conditions}
-    write_gallery(tmp_path / "gallery", cases, refs)
+    write_gallery(tmp_path / "gallery", cases,
+                  {case.id: case_png((case, {c.id: refs[c.id] for c in case.conditions})) for case in cases})
     errors, requests = [], []
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)

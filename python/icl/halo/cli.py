@@ -6,18 +6,22 @@ import sys
 
 import click
 
+from icl.parallel import scheduler_options
+
 
 @click.command("halo-generate")
 @click.option("--output", required=True, type=click.Path(file_okay=False), help="Release folder to write.")
 @click.option("--no-gallery", is_flag=True, help="Skip the evaluator-only gallery.")
-def halo_generate(output: str, no_gallery: bool) -> None:
+@scheduler_options
+def halo_generate(output: str, no_gallery: bool, scheduler: str | None, workers: int) -> None:
     """Generate the halo release: public task, private references, gallery and manifest."""
     import time
 
     from icl.halo.release import generate
 
     t0 = time.perf_counter()
-    manifest = generate(output, gallery=not no_gallery, progress=sys.stderr.isatty())
+    manifest = generate(output, gallery=not no_gallery, progress=sys.stderr.isatty(), scheduler=scheduler,
+                        workers=workers)
     click.echo(f"wrote {len(manifest['files'])} files to {output} in {time.perf_counter() - t0:.1f} s")
 
 

@@ -10,6 +10,7 @@ arrays themselves are never flipped.
 from __future__ import annotations
 
 import html
+import io
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -49,7 +50,15 @@ def _markers(ax, record: dict, colour: str) -> None:
                     lw=0.8, ls="--")
 
 
-def _case_figure(case, refs: dict, path: Path) -> None:
+def case_png(task: tuple) -> bytes:
+    """PNG bytes of one case's figure; ``task`` is ``(case, refs)`` with the references of its conditions."""
+    case, refs = task
+    buf = io.BytesIO()
+    _case_figure(case, refs, buf)
+    return buf.getvalue()
+
+
+def _case_figure(case, refs: dict, path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,7 +106,7 @@ def _case_figure(case, refs: dict, path: Path) -> None:
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03, label="sign * (log10|b-a| + 9)")
     _profiles(axes[0, 3], axes[1, 3], axes[1, 2], ra, rb)
     fig.suptitle(f"{case.id}  {case.title}", fontsize=11)
-    fig.savefig(path, dpi=72, metadata={"Software": None}, pil_kwargs={"compress_level": 4})
+    fig.savefig(path, format="png", dpi=72, metadata={"Software": None}, pil_kwargs={"compress_level": 4})
     plt.close(fig)
 
 
@@ -164,8 +173,8 @@ Profiles come from the fixed polar grid (96 radii to 12 arcmin, 72 angles) about
 """
 
 
-def write_gallery(folder: str | Path, cases, refs: dict, on_case: Callable[[str], None] | None = None) -> None:
-    """Draw one PNG per case and ``index.html`` into ``folder``."""
+def write_gallery(folder: str | Path, cases, pngs: dict[str, bytes]) -> None:
+    """Write one PNG per case (from :func:`case_png`) and ``index.html`` into ``folder``."""
     from icl.io import atomic_write_bytes
 
     folder = Path(folder)
@@ -173,12 +182,10 @@ def write_gallery(folder: str | Path, cases, refs: dict, on_case: Callable[[str]
     parts = [PAGE_HEAD]
     for case in cases:
         name = f"{case.id}.png"
-        _case_figure(case, refs, folder / name)
+        atomic_write_bytes(folder / name, pngs[case.id])
         parts.append(f'<section id="{case.id}"><h2>{case.id}: {html.escape(case.title)}</h2>\n'
                      f"<p>{html.escape(case.purpose)}</p><p><em>Expected:</em> {html.escape(case.expectation)}</p>\n"
                      f'<img src="{name}" alt="{case.id} conditions, difference and profiles" '
                      f'width="1224" height="605"></section>\n')
-        if on_case:
-            on_case(case.id)
     parts.append("</body></html>\n")
     atomic_write_bytes(folder / "index.html", "".join(parts).encode("utf-8"))

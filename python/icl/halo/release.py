@@ -162,7 +162,7 @@ Structured predictions of the items in `prediction_items` follow `prediction.sch
 
 
 def generate(output: str | Path, gallery: bool = True, progress: bool = True,
-             cases_directory: str | Path | None = None) -> dict:
+             cases_directory: str | Path | None = None, scheduler: str | None = None, workers: int = 1) -> dict:
     """Write the release to ``output`` and return its manifest.
 
     Parameters
@@ -172,41 +172,37 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
     gallery : bool
         Also draw the evaluator-only gallery.
     progress : bool
-        Show a progress bar on stderr.
+        Show progress bars on stderr.
     cases_directory : path, optional
         Case files to use instead of the installed ``cases/halo``.
-
+    scheduler, workers :
+        Where the independent renders and figures run (see :func:`icl.parallel.run_tasks`); the
+        release is bit-identical whichever is chosen.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from icl.parallel import run_tasks
 
     out = Path(output)
     cases, research = load_cases(cases_directory)
-    refs: dict[str, Reference] = {}
     conds = [c for case in cases for c in case.conditions]
-    steps = len(conds) + (len(cases) if gallery else 0)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress, transient=False) as bar:
-        task = bar.add_task("halo release", total=steps)
-        for cond in conds:
-            bar.update(task, description=f"render {cond.id}")
-            ref = build_reference(cond)
-            refs[cond.id] = ref
-            write_npz(out / "private" / f"{cond.id}.npz", components=ref.result.components,
-                      scene=ref.result.scene, angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
-                      x_arcmin=ref.result.x_arcmin, y_arcmin=ref.result.y_arcmin)
-            write_json(out / "private" / f"{cond.id}.json", ref.record)
-            bar.advance(task)
-        axis = next(iter(refs.values())).result.x_arcmin
-        write_json(out / "public" / "halo_cases.json", public_document(cases, research, axis))
-        atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
-        if gallery:
-            from icl.halo.gallery import write_gallery
+    results = run_tasks(build_reference, conds, scheduler=scheduler, workers=workers,
+                        description="render conditions", quiet=not progress)
+    refs: dict[str, Reference] = {}
+    for cond, ref in zip(conds, results):
+        refs[cond.id] = ref
+        write_npz(out / "private" / f"{cond.id}.npz", components=ref.result.components,
+                  scene=ref.result.scene, angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
+                  x_arcmin=ref.result.x_arcmin, y_arcmin=ref.result.y_arcmin)
+        write_json(out / "private" / f"{cond.id}.json", ref.record)
+    axis = next(iter(refs.values())).result.x_arcmin
+    write_json(out / "public" / "halo_cases.json", public_document(cases, research, axis))
+    atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
+    if gallery:
+        from icl.halo.gallery import case_png, write_gallery
 
-            def tick(case_id: str) -> None:
-                bar.update(task, description=f"gallery {case_id}")
-                bar.advance(task)
-
-            write_gallery(out / "gallery", cases, refs, on_case=tick)
+        tasks = [(case, {c.id: refs[c.id] for c in case.conditions}) for case in cases]
+        pngs = run_tasks(case_png, tasks, scheduler=scheduler, workers=workers, description="draw gallery",
+                         quiet=not progress)
+        write_gallery(out / "gallery", cases, {case.id: png for case, png in zip(cases, pngs)})
     return write_manifest(out, {"format": RELEASE_FORMAT, "gallery": gallery,
                                 "parameters": {"n": 512, "angular_pixel_arcsec": 4.0,
                                                "cases": [c.id for c in cases],
