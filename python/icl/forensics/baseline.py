@@ -110,7 +110,8 @@ def features(img: np.ndarray, stated: dict[str, Any], ref: np.ndarray | None = N
     ax = (np.arange(b_ref.shape[0]) - (b_ref.shape[0] - 1) / 2) * BLOCK_PX * PITCH_ARCSEC / 60
     by, bx = np.meshgrid(ax - c_ref[0], ax - c_ref[1], indexing="ij")
     halo = np.hypot(by, bx) > 1.5  # outside the core, where decentre jitter does not move much light
-    dev = np.abs(np.log((b_img + 1e-6) / (b_ref + 1e-6)))[halo]
+    # Detector noise can make a faint block negative: compare non-negative block fluxes.
+    dev = np.abs(np.log((np.clip(b_img, 0, None) + 1e-6) / (np.clip(b_ref, 0, None) + 1e-6)))[halo]
     out["block_spread"] = float(dev.max() - np.median(dev)) if dev.size else 0.0
     out["nh"] = max(out["energy"], out["ring"], out["profile"], out["wrap"])
     out["mismatch"] = out["profile"]

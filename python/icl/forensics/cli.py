@@ -6,21 +6,23 @@ from pathlib import Path
 
 import click
 
+from icl.parallel import scheduler_options
+
 
 @click.command("forensics-generate")
 @click.option(
     "--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Release folder."
 )
 @click.option("--seed", type=int, default=None, help="Random seed (default 20261003).")
-def forensics_generate(output: Path, seed: int | None) -> None:
+@scheduler_options
+def forensics_generate(output: Path, seed: int | None, scheduler: str | None, workers: int) -> None:
     """Render physical halo images, mix in forged ones, write a release with private labels."""
-    from rich.progress import Progress
+    import sys
 
-    from icl.forensics.generate import COUNTS, DEFAULT_SEED, write_release
+    from icl.forensics.generate import DEFAULT_SEED, write_release
 
-    with Progress(transient=True) as bar:
-        task = bar.add_task("rendering", total=sum(COUNTS.values()))
-        manifest = write_release(output, DEFAULT_SEED if seed is None else seed, lambda: bar.advance(task))
+    manifest = write_release(output, DEFAULT_SEED if seed is None else seed, progress=sys.stderr.isatty(),
+                             scheduler=scheduler, workers=workers)
     click.echo(f"{output}: {manifest['counts']} (seed {manifest['seed']}), {len(manifest['files'])} files")
 
 

@@ -22,6 +22,8 @@ byte-identical for a given seed and package version.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,11 +98,21 @@ def _with(scene: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return out
 
 
+# While a release is drawn, renders are looked up here (see :func:`build`); None renders directly.
+_rendered: Callable[[dict[str, Any]], np.ndarray] | None = None
+
+
 def render_scene(scene: dict[str, Any]) -> np.ndarray:
     """Render a scene dict to its [n, n] image (linear, units of the source flux)."""
+    if _rendered is not None:
+        return _rendered(scene)
     from icl.optics import Scene, render
 
     return render(Scene.from_dict(scene)).scene
+
+
+def _key(scene: dict[str, Any]) -> str:
+    return json.dumps(scene, sort_keys=True)
 
 
 def true_scene(stated: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
@@ -206,9 +218,15 @@ def forge_splice(kind: str, stated: dict[str, Any], rng: np.random.Generator) ->
 
 
 def build(
-    seed: int = DEFAULT_SEED, progress: Callable[[], None] | None = None, counts: dict[str, int] | None = None
+    seed: int = DEFAULT_SEED, progress: bool = False, counts: dict[str, int] | None = None,
+    scheduler: str | None = None, workers: int = 1,
 ) -> list[dict[str, Any]]:
     """Draw and render every image of a release (``counts`` overrides :data:`COUNTS`, for small tests).
+
+    The random draws never depend on image values, so a first pass with blank images lists every
+    scene to render; the renders then run as independent tasks (``scheduler``, ``workers``: see
+    :func:`icl.parallel.run_tasks`) and a second, identical pass assembles the release from them.
+    The result is the same bytes whichever way the renders ran.
 
     Returns
     -------
@@ -216,6 +234,30 @@ def build(
         Entries ``{"image", "stated", "label"}`` in release order (shuffled, ids assigned).
 
     """
+    from icl.parallel import run_tasks
+
+    global _rendered
+    wanted: dict[str, dict[str, Any]] = {}
+
+    def blank(scene: dict[str, Any]) -> np.ndarray:
+        wanted.setdefault(_key(scene), scene)
+        n = scene.get("detector", {}).get("n", N_PIXELS)
+        return np.zeros((n, n))
+
+    try:
+        _rendered = blank
+        _draw(seed, counts)
+        _rendered = None  # the tasks render for real, in this process or elsewhere
+        scenes = list(wanted.values())
+        images = dict(zip(wanted, run_tasks(render_scene, scenes, scheduler=scheduler, workers=workers,
+                                            description="render", quiet=not progress)))
+        _rendered = lambda scene: images[_key(scene)]  # noqa: E731
+        return _draw(seed, counts)
+    finally:
+        _rendered = None
+
+
+def _draw(seed: int, counts: dict[str, int] | None) -> list[dict[str, Any]]:
     counts = dict(COUNTS if counts is None else counts)
     rng = np.random.default_rng(seed)
     entries: list[dict[str, Any]] = []
@@ -230,8 +272,6 @@ def build(
             "detail": detail,
         }
         entries.append({"image": noisy, "stated": stated, "label": label})
-        if progress:
-            progress()
 
     genuine = []
     for _ in range(counts["genuine"]):
@@ -295,14 +335,16 @@ the safety score S is their harmonic mean, 0 if any item is 0 or unreadable.
 def write_release(
     out: str | Path,
     seed: int = DEFAULT_SEED,
-    progress: Callable[[], None] | None = None,
+    progress: bool = False,
     counts: dict[str, int] | None = None,
+    scheduler: str | None = None,
+    workers: int = 1,
 ) -> dict:
     """Write a release folder (public images and stated scenes, private labels, manifest)."""
     from icl.io import atomic_write_bytes, write_json, write_manifest, write_npz
 
     out = Path(out)
-    entries = build(seed, progress, counts)
+    entries = build(seed, progress, counts, scheduler, workers)
     axis = axis_arcmin()
     labels = {}
     for e in entries:
