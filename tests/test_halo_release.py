@@ -127,3 +127,11 @@ def test_calibration_ring_fraction_of_lambda_over_d(release):
     assert rec["calibration_ring"]["radius_arcmin"] / rec["analytic"]["lambda_over_d_arcmin"] == pytest.approx(
         FIRST_BRIGHT, rel=1e-3)
     assert rec["wick_arcmin"] == pytest.approx([3.0, -2.0], abs=1e-4)
+
+
+@pytest.mark.slow
+def test_cluster_generation_is_bit_identical(release, tmp_path):
+    # The renders and gallery figures as tasks on a two-worker dask LocalCluster: the same bytes.
+    out = tmp_path / "cluster"
+    generate(out, gallery=False, progress=False, scheduler="local", workers=2)
+    assert load_json(out / "manifest.json")["files"] == load_json(release / "manifest.json")["files"]
