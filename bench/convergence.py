@@ -25,6 +25,7 @@ from analytic import airy_pixel_flux  # noqa: E402
 
 from icl.optics import ICL, Detector, Pupil, Sampling, Scene, Source, render  # noqa: E402
 from icl.optics.render import psf_samples  # noqa: E402
+from icl.parallel import run_tasks  # noqa: E402
 
 ARCMIN_PER_RAD = 180 * 60 / math.pi
 FACTORS = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
@@ -56,37 +57,45 @@ def metrics(img: np.ndarray, ref: np.ndarray, x: np.ndarray, wick: tuple[float, 
     }
 
 
-def study() -> list[dict]:
-    """Run every case at every factor; return one row per (case, factor)."""
+def case_rows(name: str) -> list[dict]:
+    """Every factor of one case (one independent task)."""
+    scene, truth = CASES[name]
+    src = scene.sources[0]
+    lam = src.spectrum[0][0] * 1e-9
+    lam_over_d = lam / (scene.pupil.diameter_mm * 1e-3) * ARCMIN_PER_RAD
+    x = scene.detector.axis_arcmin
+    if truth == "analytic":
+        ref = airy_pixel_flux(x, x, scene.detector.pitch_arcsec, lam, scene.pupil.diameter_mm * 1e-3,
+                              centre=(src.x_arcmin, src.y_arcmin))
+    else:
+        ref = render(scene, Sampling(fft_factor=REFERENCE_FACTOR)).scene
     rows = []
-    for name, (scene, truth) in CASES.items():
-        src = scene.sources[0]
-        lam = src.spectrum[0][0] * 1e-9
-        lam_over_d = lam / (scene.pupil.diameter_mm * 1e-3) * ARCMIN_PER_RAD
-        x = scene.detector.axis_arcmin
-        if truth == "analytic":
-            ref = airy_pixel_flux(x, x, scene.detector.pitch_arcsec, lam, scene.pupil.diameter_mm * 1e-3,
-                                  centre=(src.x_arcmin, src.y_arcmin))
-        else:
-            ref = render(scene, Sampling(fft_factor=REFERENCE_FACTOR)).scene
-        for f in FACTORS:
-            psf_samples.cache_clear()
-            t0 = time.perf_counter()
-            res = render(scene, Sampling(fft_factor=f))
-            dt = time.perf_counter() - t0
-            info = next(iter(res.sampling["wavelengths_nm"].values()))
-            rows.append({"case": name, "truth": truth, "fft_factor": f, "fft_length": info["fft_length"],
-                         "pupil_samples": info["pupil_samples"], "seconds": dt,
-                         **metrics(res.scene, ref, x, (src.x_arcmin, src.y_arcmin), lam_over_d)})
+    for f in FACTORS:
+        psf_samples.cache_clear()
+        t0 = time.perf_counter()
+        res = render(scene, Sampling(fft_factor=f))
+        dt = time.perf_counter() - t0
+        info = next(iter(res.sampling["wavelengths_nm"].values()))
+        rows.append({"case": name, "truth": truth, "fft_factor": f, "fft_length": info["fft_length"],
+                     "pupil_samples": info["pupil_samples"], "seconds": dt,
+                     **metrics(res.scene, ref, x, (src.x_arcmin, src.y_arcmin), lam_over_d)})
     return rows
+
+
+def study(scheduler: str | None = None, workers: int = 1) -> list[dict]:
+    """Run every case at every factor; return one row per (case, factor), in case order."""
+    per_case = run_tasks(case_rows, list(CASES), scheduler=scheduler, workers=workers, description="cases")
+    return [row for rows in per_case for row in rows]
 
 
 def main() -> None:
     """Print the table (plain or markdown)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--scheduler", default=None, help="dask.distributed address, or 'local'")
+    ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args()
-    rows = study()
+    rows = study(args.scheduler, args.workers)
     cols = ["case", "truth", "fft_factor", "fft_length", "pupil_samples", "L1", "halo_L1", "centroid_arcmin",
             "energy", "seconds"]
     fmt = lambda v: f"{v:.2e}" if isinstance(v, float) and v < 0.1 else (f"{v:g}" if isinstance(v, float) else str(v))  # noqa: E731
