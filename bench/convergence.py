@@ -68,15 +68,17 @@ def case_rows(name: str) -> list[dict]:
         ref = airy_pixel_flux(x, x, scene.detector.pitch_arcsec, lam, scene.pupil.diameter_mm * 1e-3,
                               centre=(src.x_arcmin, src.y_arcmin))
     else:
-        ref = render(scene, Sampling(fft_factor=REFERENCE_FACTOR)).scene
+        ref = render(scene, Sampling(fft_factor=REFERENCE_FACTOR, min_pupil_samples=1)).scene
     rows = []
-    for f in FACTORS:
+    # The FFT period alone (no floor on the pupil sampling), then the shipped defaults.
+    for label, sampling in [(f"{f:g}", Sampling(fft_factor=f, min_pupil_samples=1)) for f in FACTORS] + [
+            ("default", Sampling())]:
         psf_samples.cache_clear()
         t0 = time.perf_counter()
-        res = render(scene, Sampling(fft_factor=f))
+        res = render(scene, sampling)
         dt = time.perf_counter() - t0
         info = next(iter(res.sampling["wavelengths_nm"].values()))
-        rows.append({"case": name, "truth": truth, "fft_factor": f, "fft_length": info["fft_length"],
+        rows.append({"case": name, "truth": truth, "fft_factor": label, "fft_length": info["fft_length"],
                      "pupil_samples": info["pupil_samples"], "seconds": dt,
                      **metrics(res.scene, ref, x, (src.x_arcmin, src.y_arcmin), lam_over_d)})
     return rows
