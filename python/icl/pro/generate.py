@@ -166,6 +166,7 @@ class Built:
     refs: dict[str, dict] = field(default_factory=dict)
     psf: dict[str, np.ndarray] = field(default_factory=dict)
     public_npz: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    engines: dict[str, str] = field(default_factory=dict)  # case -> engine of its reference PSF
 
 
 @dataclass
@@ -182,11 +183,26 @@ class Ctx:
         return make_package(self.e, self.f, self.eid, self.fid, **kw)
 
 
-def _render(b: Built, name: str, pkg: dict) -> tuple[np.ndarray, dict, np.ndarray]:
+def _render(b: Built, name: str, pkg: dict, thick: bool = False) -> tuple[np.ndarray, dict, np.ndarray]:
+    """Reference PSF of one case: thin-phase by default, the thick sequential eye when ``thick``."""
     b.cases[name] = pkg
-    img, ledger, axis = ref.render_psf(scene_from_package(pkg))
+    if thick and _edge_free(pkg):
+        from icl.pro import thick as th
+
+        img, ledger, axis = th.render_thick(pkg)
+        b.engines[name] = th.ENGINE
+    else:
+        img, ledger, axis = ref.render_psf(scene_from_package(pkg))
+        b.engines[name] = ref.ENGINE
     b.psf[name] = img
     return img, ledger, axis
+
+
+def _edge_free(pkg: dict) -> bool:
+    """True when no light passes outside the optic zone (pupil within the zone; the cornea only magnifies
+    the zone's footprint on the entrance pupil). Light through the edge is defocused by the whole myopia and
+    aliases on the reference window, so such cases keep the thin-phase engine."""
+    return pkg["eye"]["pupil_diameter"]["value"] <= pkg["implant"]["optic_zone_diameter"]["value"]
 
 
 def _energy(ledger: dict) -> dict:
@@ -427,7 +443,10 @@ def _hole_variants(c: Ctx, b: Built, positions: dict[str, list[float]], **kw: An
     for model in ("solid", "clear", "black", "index_matched"):
         for tag, pos in positions.items():
             name = f"{model}_{tag}" if len(positions) > 1 else model
-            _, led, _ = _render(b, name, c.pkg(hole_model=model, sources=[("L1", *pos, [[550.0, 1.0]])], **kw))
+            # Hole causality is a thick-eye question: the hole's footprint, its wall and the optic's real
+            # surfaces are traced (icl.pro.thick), not folded into a thin phase.
+            _, led, _ = _render(b, name, c.pkg(hole_model=model, sources=[("L1", *pos, [[550.0, 1.0]])], **kw),
+                                thick=True)
             energy[name] = _energy(led)
     return energy
 
@@ -825,9 +844,20 @@ def plan(catalog: Catalog, per_template: int, seed: int) -> list[dict]:
     return records
 
 
+def _build(task: tuple[dict, dict, dict]) -> Built:
+    """Build one instance from its record, base eye and fitted design family (a picklable task)."""
+    rec, e, f = task
+    ctx = Ctx(np.random.default_rng(rec["stream"]), e, f, rec["base_eye"], rec["design_family"])
+    return BUILDERS[rec["template"]](ctx)
+
+
 def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_path: str | Path | None = None,
-             progress: bool = True, only: list[str] | None = None) -> dict[str, Any]:
+             progress: bool = True, only: list[str] | None = None, scheduler: str | None = None,
+             workers: int = 1) -> dict[str, Any]:
     """Write a release of professional instances to ``output`` (see the module docstring).
+
+    Instances are built by :func:`icl.parallel.run_tasks` (serially, on ``workers`` local processes, or on
+    a dask scheduler) and written here in plan order, so the bytes do not depend on the execution mode.
 
     Returns
     -------
@@ -835,6 +865,8 @@ def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_p
         Summary: instance counts per split, group counts, engines, seconds.
     """
     import time
+
+    from icl.parallel import run_tasks
 
     t0 = time.perf_counter()
     catalog = load_catalog(catalog_path)
@@ -846,29 +878,19 @@ def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_p
     groups = check_leakage(records)
     eyes: dict[str, dict] = {}
     fams: dict[tuple[str, str], dict] = {}
-    prog = None
-    if progress:
-        from rich.progress import Progress
-
-        prog = Progress(transient=True)
-        prog.start()
-        task_id = prog.add_task("generating instances", total=len(records))
-    try:
-        for rec in records:
-            ood = rec["split"] == "ood"
-            eid, fid = rec["base_eye"], rec["design_family"]
-            if eid not in eyes:
-                eyes[eid] = base_eye(eid, seed, ood)
-            if (eid, fid) not in fams:
-                fams[(eid, fid)] = fit_icl(eyes[eid], family(fid, seed, ood))
-            ctx = Ctx(np.random.default_rng(rec["stream"]), eyes[eid], fams[(eid, fid)], eid, fid)
-            built = BUILDERS[rec["template"]](ctx)
-            _write_instance(out, catalog, rec, built)
-            if prog is not None:
-                prog.advance(task_id)
-    finally:
-        if prog is not None:
-            prog.stop()
+    tasks = []
+    for rec in records:
+        ood = rec["split"] == "ood"
+        eid, fid = rec["base_eye"], rec["design_family"]
+        if eid not in eyes:
+            eyes[eid] = base_eye(eid, seed, ood)
+        if (eid, fid) not in fams:
+            fams[(eid, fid)] = fit_icl(eyes[eid], family(fid, seed, ood))
+        tasks.append((rec, eyes[eid], fams[(eid, fid)]))
+    built = run_tasks(_build, tasks, scheduler=scheduler, workers=workers, description="building instances",
+                      quiet=not progress)
+    for rec, b in zip(records, built):
+        _write_instance(out, catalog, rec, b)
     split_rows = [{k: r[k] for k in ("id", "template", "split", "base_eye", "design_family")} for r in records]
     write_json(out / "private" / "splits.json", {"seed": seed, "per_template": per_template,
                                                  "groups": groups, "instances": split_rows})
@@ -897,10 +919,12 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
     missing = {ch.id for ch in tpl.auto_checks} ^ set(b.refs)
     if missing:
         raise RuntimeError(f"{rec['id']}: references and auto checks differ: {sorted(missing)}")
-    engine = ref.ENGINE if b.psf else "icl.pro.references (closed form / paraxial trace)"
+    engines = sorted(set(b.engines.values()))
+    engine = " + ".join(engines) if engines else "icl.pro.references (closed form / paraxial trace)"
     write_json(out / "private" / "references" / f"{rec['id']}.json",
                {"instance": rec["id"], "template": tpl.id, "split": rec["split"], "base_eye": rec["base_eye"],
-                "design_family": rec["design_family"], "engine": engine, "checks": b.refs})
+                "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines,
+                "checks": b.refs})
     axis = (np.arange(DET_N) - (DET_N - 1) / 2.0) * DET_PITCH / 60.0
     for case, img in b.psf.items():
         write_npz(out / "private" / "psf" / rec["id"] / f"{case}.npz", psf=img, x_arcmin=axis, y_arcmin=axis)
