@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from icl._paths import cases_dir
 from icl.cli import main
 from icl.eye.package import example_package
@@ -26,11 +25,26 @@ def traced(tmp_path_factory):
 
 def test_writes_the_four_results_and_a_manifest(traced):
     out, text = traced
-    assert {p.name for p in out.iterdir()} == {"psf_linear.npz", "energy.json", "paths.npz", "metrics.json",
-                                               "manifest.json"}
+    assert {p.name for p in out.iterdir()} == {
+        "psf_linear.npz",
+        "energy.json",
+        "paths.npz",
+        "metrics.json",
+        "manifest.json",
+    }
     assert "recorded on the detector" in text
-    psf = load_npz(out / "psf_linear.npz", required={"psf", "components", "component_names", "x_arcmin",
-                                                 "y_arcmin", "angular_pixel_arcsec", "wavelength_nm"})
+    psf = load_npz(
+        out / "psf_linear.npz",
+        required={
+            "psf",
+            "components",
+            "component_names",
+            "x_arcmin",
+            "y_arcmin",
+            "angular_pixel_arcsec",
+            "wavelength_nm",
+        },
+    )
     assert psf["psf"].shape == (128, 128) and float(psf["angular_pixel_arcsec"]) == 4.0
     assert list(psf["component_names"]) == ["primary", "ghost_icl", "ghost_icl_lens"]
     np.testing.assert_allclose(psf["components"].sum(axis=0), psf["psf"], rtol=0, atol=1e-15)
@@ -56,9 +70,26 @@ def test_writes_the_four_results_and_a_manifest(traced):
 
 def test_ray_sample_holds_branch_weights(traced):
     out, _ = traced
-    rays = load_npz(out / "paths.npz", required={"source_index", "path_index", "u_mm", "v_mm", "x_mm", "y_mm", "z_mm",
-                                             "l", "m", "n", "opd_mm", "weight", "flags", "path_names",
-                                             "source_ids"})
+    rays = load_npz(
+        out / "paths.npz",
+        required={
+            "source_index",
+            "path_index",
+            "u_mm",
+            "v_mm",
+            "x_mm",
+            "y_mm",
+            "z_mm",
+            "l",
+            "m",
+            "n",
+            "opd_mm",
+            "weight",
+            "flags",
+            "path_names",
+            "source_ids",
+        },
+    )
     names = list(rays["path_names"])
     assert names == ["lens", "hole", "edge", "ghost_icl", "ghost_icl_lens"]
     lens = rays["path_index"] == names.index("lens")
@@ -86,8 +117,18 @@ def test_same_inputs_same_bytes(traced, tmp_path):
 def test_ablation_of_the_hole_path(tmp_path):
     res = CliRunner().invoke(main, ["eye-trace", *ARGS, "--paths", "lens", "--output", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output
-    psf = load_npz(tmp_path / "a" / "psf_linear.npz", required={"psf", "components", "component_names", "x_arcmin",
-                                                           "y_arcmin", "angular_pixel_arcsec", "wavelength_nm"})
+    psf = load_npz(
+        tmp_path / "a" / "psf_linear.npz",
+        required={
+            "psf",
+            "components",
+            "component_names",
+            "x_arcmin",
+            "y_arcmin",
+            "angular_pixel_arcsec",
+            "wavelength_nm",
+        },
+    )
     assert list(psf["component_names"]) == ["primary"]
     energy = json.loads((tmp_path / "a" / "energy.json").read_text())
     assert set(energy["sources"]["L1"]["paths"]) == {"lens"}
@@ -104,6 +145,8 @@ def test_bad_input_exits_2_naming_file_and_field(tmp_path):
     res = CliRunner().invoke(main, ["eye-trace", *args, "--output", str(tmp_path / "o")])
     assert res.exit_code == 2
     assert f"{tmp_path / 'implant.json'}: vault.distance.value" in res.output
-    res = CliRunner().invoke(main, ["eye-trace", *ARGS, "--paths", "lens,mirror", "--output", str(tmp_path / "o")])
+    res = CliRunner().invoke(
+        main, ["eye-trace", *ARGS, "--paths", "lens,mirror", "--output", str(tmp_path / "o")]
+    )
     assert res.exit_code == 2 and "--paths" in res.output
     assert not (tmp_path / "o").exists()

@@ -5,7 +5,6 @@ import json
 import math
 
 import pytest
-
 from icl._paths import cases_dir
 from icl.errors import InputError
 from icl.eye.package import FILES, example_package, load_package, load_package_dir

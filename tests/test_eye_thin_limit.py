@@ -8,7 +8,6 @@ traced lens path. The comparison therefore tests only what the thin model claims
 
 import numpy as np
 import pytest
-
 from icl.eye import navarro_1985
 from icl.eye.compare import thin_on_traced
 from icl.eye.paraxial import correcting_icl, retina_for_excess
@@ -21,8 +20,11 @@ VANISHING_MM = 1e-6  # centre thickness: its collamer-vs-aqueous piston is (1.45
 # downstream aberration (0.0013 waves rms, a thin lens 0.5 mm in front of the crystalline lens).
 L1_LIMIT = 1e-2
 
-CASES = {"clear": {"hole_mm": 0.0}, "hole": {"hole_mm": 0.36},
-         "decentred": {"hole_mm": 0.36, "decentre_mm": (0.2, 0.1)}}
+CASES = {
+    "clear": {"hole_mm": 0.0},
+    "hole": {"hole_mm": 0.36},
+    "decentred": {"hole_mm": 0.36, "decentre_mm": (0.2, 0.1)},
+}
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,22 @@ ALL_PATHS = ("lens", "hole", "edge", "ghost_icl", "ghost_icl_lens")
 @click.option("--implant", required=True, type=_FILE, help="implant.json.")
 @click.option("--illumination", required=True, type=_FILE, help="illumination.json.")
 @click.option("--detector", required=True, type=_FILE, help="detector.json.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Output folder (created).")
-@click.option("--paths", default=",".join(ALL_PATHS), show_default=True,
-              help="Comma-separated light paths to keep (ablation: leave some out).")
-def eye_trace_cmd(eye: Path, implant: Path, illumination: Path, detector: Path, output: Path, paths: str) -> None:
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output folder (created).",
+)
+@click.option(
+    "--paths",
+    default=",".join(ALL_PATHS),
+    show_default=True,
+    help="Comma-separated light paths to keep (ablation: leave some out).",
+)
+def eye_trace_cmd(
+    eye: Path, implant: Path, illumination: Path, detector: Path, output: Path, paths: str
+) -> None:
     """Trace a thick eye with its ICL and render its PSF onto the detector.
 
     Writes psf_linear.npz, energy.json, paths.npz, metrics.json and manifest.json into OUTPUT.
@@ -40,8 +51,13 @@ def eye_trace_cmd(eye: Path, implant: Path, illumination: Path, detector: Path, 
     pkg = load_package(eye, implant, illumination, detector)
     primary, ghosts = _paths_of(pkg, chosen)
     steps = len(pkg.sources) * ((1 if primary else 0) + len(ghosts))
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as bar:
         task = bar.add_task("eye-trace", total=steps)
         result = run(pkg, chosen, progress=lambda label: bar.update(task, advance=1, description=label))
     output.mkdir(parents=True, exist_ok=True)
@@ -59,8 +75,9 @@ def eye_trace_cmd(eye: Path, implant: Path, illumination: Path, detector: Path, 
         vals = [sum(s["paths"][p][k] for s in result.energy["sources"].values()) for k in keys]
         table.add_row(p, *(f"{v:.4g}" for v in vals))
     Console().print(table)
-    click.echo(f"recorded on the detector: {result.metrics['total_recorded']:.6f} of the source flux; "
-               f"wrote {output}")
+    click.echo(
+        f"recorded on the detector: {result.metrics['total_recorded']:.6f} of the source flux; wrote {output}"
+    )
 
 
 COMMANDS = [eye_trace_cmd]

@@ -54,8 +54,13 @@ def thin_equivalent(pupil: ThickPupil, wavelength_nm: float = 550.0, samples: in
         scale = 1.0 / height_ratio(pupil.eye, imp.placement(pupil.eye).z, wavelength_nm)
         centre = (imp.decentre_mm[0] * scale, imp.decentre_mm[1] * scale)
     hole_mm = 2.0 * fps["hole"][0].radius if "hole" in fps else 0.0
-    icl = ICL(power_d=k_total - k_eye, decentre_mm=centre, optic_zone_mm=2.0 * zone.radius,
-              hole_mm=hole_mm, hole="clear")
+    icl = ICL(
+        power_d=k_total - k_eye,
+        decentre_mm=centre,
+        optic_zone_mm=2.0 * zone.radius,
+        hole_mm=hole_mm,
+        hole="clear",
+    )
     return Pupil(pupil.diameter_mm, k_eye, icl)
 
 
@@ -69,8 +74,9 @@ def height_ratio(eye: Eye, z: float, wavelength_nm: float = 550.0) -> float:
     return float(to_plane(out, z, media[len(steps)].index(wavelength_nm)).x[0] / 1e-6)
 
 
-def thin_limit_eye(excess_d: float = 8.0, thickness_mm: float = 1e-4, wavelength_nm: float = 550.0,
-                   **implant_kw) -> tuple[Eye, Implant]:
+def thin_limit_eye(
+    excess_d: float = 8.0, thickness_mm: float = 1e-4, wavelength_nm: float = 550.0, **implant_kw
+) -> tuple[Eye, Implant]:
     """An eye in which the thin-phase model is exact in the limit of a vanishing ICL thickness.
 
     A flat window (air to index 1.336) images the iris 1:1 laterally into the entrance pupil; the ICL
@@ -85,8 +91,9 @@ def thin_limit_eye(excess_d: float = 8.0, thickness_mm: float = 1e-4, wavelength
 
     def build(a4: float, a6: float, a8: float) -> Eye:
         power = Surface("lens_front", 6.0, 0.0, (a4, a6, a8, 0.0), offset=stop + 0.5)
-        return Eye(((window, front_medium), (power, back_medium)), retina_z=30.0, stop_z=stop,
-                   name="thin_limit")
+        return Eye(
+            ((window, front_medium), (power, back_medium)), retina_z=30.0, stop_z=stop, name="thin_limit"
+        )
 
     eye = build(0.0, 0.0, 0.0)
     eye = eye.with_vitreous(retina_for_excess(eye, excess_d, wavelength_nm))
@@ -113,8 +120,14 @@ def thin_limit_eye(excess_d: float = 8.0, thickness_mm: float = 1e-4, wavelength
     return replace(build(*p), retina_z=eye.retina_z), imp
 
 
-def icl_plane_heights(eye: Eye, u: np.ndarray, v: np.ndarray, z: float, field_arcmin: tuple[float, float],
-                      wavelength_nm: float = 550.0) -> tuple[np.ndarray, np.ndarray]:
+def icl_plane_heights(
+    eye: Eye,
+    u: np.ndarray,
+    v: np.ndarray,
+    z: float,
+    field_arcmin: tuple[float, float],
+    wavelength_nm: float = 550.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Real ray heights (x, y) (mm) on the plane ``z`` of rays aimed at entrance-pupil points (u, v), host eye."""
     par = paraxial(eye, None, wavelength_nm)
     rays = pupil_rays(u, v, field_arcmin, par.entrance_pupil_z)
@@ -149,6 +162,7 @@ class TracedThinPupil:
         Optic centre ``c`` on the ICL plane (mm).
     optic_zone_mm, hole_mm : float
         Optic zone and hole diameters on the ICL plane (mm).
+
     """
 
     host: ThickPupil
@@ -168,7 +182,8 @@ class TracedThinPupil:
 
     def preimage(self, radius_mm: float, lam_nm: float = 550.0, n_az: int = 32) -> tuple[float, float, float]:
         """Circle (cu, cv, r) on the entrance pupil whose rays meet the ICL plane on the circle of
-        ``radius_mm`` about the optic centre (Newton along azimuths from the centre's preimage)."""
+        ``radius_mm`` about the optic centre (Newton along azimuths from the centre's preimage).
+        """
         m = height_ratio(self.host.eye, self.plane_z, lam_nm)
         c = np.array(self.centre_mm, dtype=float)
         e = c / m
@@ -240,5 +255,7 @@ def thin_on_traced(pupil: ThickPupil, wavelength_nm: float = 550.0, samples: int
     # -(K/2)|h - c|^2 = a|h|^2 + K c.h + const: K = -2a and the effective centre c = (b, c) / K.
     k = -2.0 * a * 1e3
     centre = (float(-b / (2 * a)), float(-c / (2 * a)))
-    host = ThickPupil(pupil.eye, None, pupil.field_arcmin, fresnel=pupil.fresnel, wavelength_nm=pupil.wavelength_nm)
+    host = ThickPupil(
+        pupil.eye, None, pupil.field_arcmin, fresnel=pupil.fresnel, wavelength_nm=pupil.wavelength_nm
+    )
     return TracedThinPupil(host, k, z, centre, imp.optic_zone_mm, imp.hole_mm)

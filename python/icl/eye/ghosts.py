@@ -1,7 +1,7 @@
 """Geometric rendering of one light path onto the detector (used for the strongly defocused ghosts).
 
 A ghost reflected twice inside the anterior segment carries hundreds of waves of defocus: its far field
-spreads over degrees (``ghost_icl``: about +-23 deg; ``ghost_icl_lens``: about +-1.6 deg for the example
+spreads over degrees (``ghost_icl``: about +-20 deg; ``ghost_icl_lens``: about +-1.4 deg for the example
 eye), far beyond what the FFT window of a 4 arcsec detector holds (:class:`icl.eye.pupil.ThickPupil`
 refuses such a grid rather than alias it). With that much wavefront error diffraction changes the pattern
 only at its edges, so the ray density is the right intensity: rays on a uniform grid of the entrance pupil,
@@ -26,8 +26,15 @@ from icl.eye.wavefront import ARCMIN, host_reference, pupil_rays, trace_path
 from icl.optics.model import Detector, Source
 
 
-def retinal_angles(eye: Eye, implant: Implant | None, path: str, source: Source, wavelength_nm: float,
-                   n_side: int, options: TraceOptions = TraceOptions()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def retinal_angles(
+    eye: Eye,
+    implant: Implant | None,
+    path: str,
+    source: Source,
+    wavelength_nm: float,
+    n_side: int,
+    options: TraceOptions = TraceOptions(),
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Angles (arcmin) and flux (units of the source flux per unit spectral weight) of rays along ``path``.
 
     Rays fill the entrance pupil on an ``n_side`` square grid; stopped rays carry zero flux.
@@ -36,8 +43,11 @@ def retinal_angles(eye: Eye, implant: Implant | None, path: str, source: Source,
     field = (source.x_arcmin, source.y_arcmin)
     u, v, w0 = uniform_pupil(n_side, eye.pupil_diameter_mm)
     rays = pupil_rays(u, v, field, par.entrance_pupil_z, w0)
-    out = to_plane(trace_path(eye, implant, path, rays, wavelength_nm, options), eye.retina_z,
-                   index_after(eye, wavelength_nm))
+    out = to_plane(
+        trace_path(eye, implant, path, rays, wavelength_nm, options),
+        eye.retina_z,
+        index_after(eye, wavelength_nm),
+    )
     ref = host_reference(eye, field, wavelength_nm, par)
     f_mm = paraxial(eye, implant, wavelength_nm).efl_mm if implant is not None else par.efl_mm
     tx = source.x_arcmin + (out.x - ref.centre[0]) / f_mm / ARCMIN
@@ -46,8 +56,15 @@ def retinal_angles(eye: Eye, implant: Implant | None, path: str, source: Source,
     return tx, ty, flux
 
 
-def geometric_component(eye: Eye, implant: Implant | None, path: str, source: Source, detector: Detector,
-                        n_side: int = 401, options: TraceOptions = TraceOptions()) -> tuple[np.ndarray, float]:
+def geometric_component(
+    eye: Eye,
+    implant: Implant | None,
+    path: str,
+    source: Source,
+    detector: Detector,
+    n_side: int = 401,
+    options: TraceOptions = TraceOptions(),
+) -> tuple[np.ndarray, float]:
     """Pixel flux [n, n] of ``source`` along ``path`` (row = +y) and the flux that arrives outside it.
 
     Summed over the source spectrum with its weights, scaled by its flux (same units as

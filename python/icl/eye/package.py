@@ -52,6 +52,7 @@ class Package:
         Path of each of the four files.
     data : dict
         The four parsed JSON objects.
+
     """
 
     eye: Eye
@@ -97,8 +98,11 @@ class _Reader:
     def value(self, dotted: str) -> Any:
         p = self.node(dotted)
         if p["status"] == "unknown" or p["value"] is None:
-            raise InputError("value is unknown but the model needs it: give a value with its source and status",
-                             self.file, f"{dotted}.value")
+            raise InputError(
+                "value is unknown but the model needs it: give a value with its source and status",
+                self.file,
+                f"{dotted}.value",
+            )
         return p["value"]
 
     def length(self, dotted: str, *, positive: bool = False, nonnegative: bool = False) -> float:
@@ -114,7 +118,9 @@ class _Reader:
         if v == "inf":
             return math.inf
         if v == 0:
-            raise InputError("radius 0 is not a surface; write \"inf\" for a plane", self.file, f"{dotted}.value")
+            raise InputError(
+                'radius 0 is not a surface; write "inf" for a plane', self.file, f"{dotted}.value"
+            )
         return float(v)
 
     def shape(self, where: str, name: str, offset: float = 0.0) -> Surface:
@@ -140,16 +146,23 @@ def _load(path: Path, part: str) -> dict:
     return obj
 
 
-def load_package(eye: str | Path, implant: str | Path, illumination: str | Path, detector: str | Path) -> Package:
+def load_package(
+    eye: str | Path, implant: str | Path, illumination: str | Path, detector: str | Path
+) -> Package:
     """Read, validate and build a data package from its four files.
 
     Raises
     ------
     InputError
         Naming the file and the field at fault (schema, unknown required value, or geometry).
+
     """
-    paths = {"eye": Path(eye), "implant": Path(implant), "illumination": Path(illumination),
-             "detector": Path(detector)}
+    paths = {
+        "eye": Path(eye),
+        "implant": Path(implant),
+        "illumination": Path(illumination),
+        "detector": Path(detector),
+    }
     data = {k: _load(p, k) for k, p in paths.items()}
     files = {k: str(p) for k, p in paths.items()}
     e = _build_eye(_Reader(data["eye"], files["eye"]))
@@ -168,22 +181,34 @@ def load_package_dir(folder: str | Path) -> Package:
 
 def _build_eye(r: _Reader) -> Eye:
     media = {name: r.medium(f"media.{name}", name) for name in ("cornea", "aqueous", "lens", "vitreous")}
-    expected_after = {"cornea_front": "cornea", "cornea_back": "aqueous", "lens_front": "lens",
-                      "lens_back": "vitreous"}
+    expected_after = {
+        "cornea_front": "cornea",
+        "cornea_back": "aqueous",
+        "lens_front": "lens",
+        "lens_back": "vitreous",
+    }
     surfaces, placements, prev = [], [], -math.inf
     for name in EYE_SURFACES:
         where = f"surfaces.{name}"
         z = r.length(f"{where}.vertex_z")
         if name == "cornea_front" and z != 0.0:
-            raise InputError("the cornea front vertex is the origin of z: must be 0", r.file, f"{where}.vertex_z.value")
+            raise InputError(
+                "the cornea front vertex is the origin of z: must be 0", r.file, f"{where}.vertex_z.value"
+            )
         if not z > prev:
-            raise InputError(f"vertex must lie behind the previous surface's ({prev} mm), got {z}", r.file,
-                             f"{where}.vertex_z.value")
+            raise InputError(
+                f"vertex must lie behind the previous surface's ({prev} mm), got {z}",
+                r.file,
+                f"{where}.vertex_z.value",
+            )
         prev = z
         after = r.node(f"{where}.medium_after")
         if after != expected_after[name]:
-            raise InputError(f"the medium behind {name} is {expected_after[name]!r}, got {after!r}", r.file,
-                             f"{where}.medium_after")
+            raise InputError(
+                f"the medium behind {name} is {expected_after[name]!r}, got {after!r}",
+                r.file,
+                f"{where}.medium_after",
+            )
         dx, dy = (float(v) for v in r.value(f"{where}.decentre"))
         tx, ty = (float(v) for v in r.value(f"{where}.tilt"))
         surfaces.append((r.shape(where, name, offset=z), media[after]))
@@ -191,15 +216,26 @@ def _build_eye(r: _Reader) -> Eye:
     stop = r.length("iris.plane_z")
     z_cb, z_lb = surfaces[1][0].offset, surfaces[3][0].offset
     if not z_cb < stop < z_lb:
-        raise InputError(f"the iris must lie between the cornea back ({z_cb} mm) and the lens back ({z_lb} mm)",
-                         r.file, "iris.plane_z.value")
+        raise InputError(
+            f"the iris must lie between the cornea back ({z_cb} mm) and the lens back ({z_lb} mm)",
+            r.file,
+            "iris.plane_z.value",
+        )
     pupil = r.length("iris.entrance_pupil_diameter", positive=True)
     retina = r.length("retina.vertex_z")
     if not retina > z_lb:
-        raise InputError(f"the retina must lie behind the lens back ({z_lb} mm)", r.file, "retina.vertex_z.value")
+        raise InputError(
+            f"the retina must lie behind the lens back ({z_lb} mm)", r.file, "retina.vertex_z.value"
+        )
     centred = all(p == Placement() for p in placements)
-    return Eye(tuple(surfaces), retina_z=retina, stop_z=stop, pupil_diameter_mm=pupil, name=r.node("name"),
-               placements=None if centred else tuple(placements))
+    return Eye(
+        tuple(surfaces),
+        retina_z=retina,
+        stop_z=stop,
+        pupil_diameter_mm=pupil,
+        name=r.node("name"),
+        placements=None if centred else tuple(placements),
+    )
 
 
 def _build_implant(r: _Reader, eye: Eye) -> Implant:
@@ -209,24 +245,42 @@ def _build_implant(r: _Reader, eye: Eye) -> Implant:
     oz = r.length("optic_zone_diameter", positive=True)
     hole = r.length("hole.diameter", nonnegative=True)
     if hole >= oz:
-        raise InputError(f"the hole ({hole} mm) must be smaller than the optic zone ({oz} mm)", r.file,
-                         "hole.diameter.value")
+        raise InputError(
+            f"the hole ({hole} mm) must be smaller than the optic zone ({oz} mm)",
+            r.file,
+            "hole.diameter.value",
+        )
     dx, dy = (float(v) for v in r.value("placement.decentre"))
     tx, ty = (float(v) for v in r.value("placement.tilt"))
     vault = r.length("vault.distance", positive=True)
-    imp = Implant(front, back, t, r.medium("material", "implant_material"), optic_zone_mm=oz, hole_mm=hole,
-                  decentre_mm=(dx, dy), tilt_deg=(tx, ty), rotation_deg=float(r.value("placement.rotation")),
-                  vault_mm=vault, hole_medium=eye.surfaces[1][1])
+    imp = Implant(
+        front,
+        back,
+        t,
+        r.medium("material", "implant_material"),
+        optic_zone_mm=oz,
+        hole_mm=hole,
+        decentre_mm=(dx, dy),
+        tilt_deg=(tx, ty),
+        rotation_deg=float(r.value("placement.rotation")),
+        vault_mm=vault,
+        hole_medium=eye.surfaces[1][1],
+    )
     # The implant must sit in the aqueous between the cornea back and the crystalline lens.
     z_front = imp.placement(eye).z - t
     z_cb = eye.surface("cornea_back").offset
     if not z_front > z_cb:
-        raise InputError(f"the implant front vertex ({z_front:.4f} mm) lies in front of the cornea back "
-                         f"({z_cb} mm): vault or thickness too large", r.file, "vault.distance.value")
+        raise InputError(
+            f"the implant front vertex ({z_front:.4f} mm) lies in front of the cornea back "
+            f"({z_cb} mm): vault or thickness too large",
+            r.file,
+            "vault.distance.value",
+        )
     for surf, name in ((front, "front"), (back, "back")):
         if not math.isinf(surf.radius) and abs(surf.radius) * 2 < oz and surf.conic >= -1:
-            raise InputError(f"radius {surf.radius} mm cannot carry a {oz} mm optic zone", r.file,
-                             f"{name}.radius.value")
+            raise InputError(
+                f"radius {surf.radius} mm cannot carry a {oz} mm optic zone", r.file, f"{name}.radius.value"
+            )
     return imp
 
 
@@ -238,20 +292,30 @@ def _build_sources(r: _Reader) -> tuple[Source, ...]:
             raise InputError(f"duplicate source id {s['id']!r}", r.file, f"{where}.id")
         seen.add(s["id"])
         spectrum = tuple((float(lam), float(w)) for lam, w in r.value(f"{where}.spectrum"))
-        out.append(Source(s["id"], float(r.value(f"{where}.x_arcmin")), float(r.value(f"{where}.y_arcmin")),
-                          float(r.value(f"{where}.flux")), spectrum, Extent()))
+        out.append(
+            Source(
+                s["id"],
+                float(r.value(f"{where}.x_arcmin")),
+                float(r.value(f"{where}.y_arcmin")),
+                float(r.value(f"{where}.flux")),
+                spectrum,
+                Extent(),
+            )
+        )
     return tuple(out)
 
 
 # ----------------------------------------------------------------------------- the example package
+
 
 def param(value: Any, unit: str, source: str, status: str, uncertainty: Any = None) -> dict:
     """One parameter ``{value, unit, source, uncertainty, status}``."""
     return {"value": value, "unit": unit, "source": source, "uncertainty": uncertainty, "status": status}
 
 
-def example_package(excess_d: float = 8.0, hole_mm: float = 0.36, thickness_mm: float = 0.1,
-                    wavelength_nm: float = 550.0) -> dict[str, dict]:
+def example_package(
+    excess_d: float = 8.0, hole_mm: float = 0.36, thickness_mm: float = 0.1, wavelength_nm: float = 550.0
+) -> dict[str, dict]:
     """The example package: Navarro 1985 eye made ``excess_d`` myopic by its vitreous, synthetic ICL.
 
     The retina position and the ICL front radius are computed here (paraxial trace at ``wavelength_nm``)
@@ -263,74 +327,133 @@ def example_package(excess_d: float = 8.0, hole_mm: float = 0.36, thickness_mm: 
     retina = retina_for_excess(nav, excess_d, wavelength_nm)
     imp = correcting_icl(nav.with_vitreous(retina), wavelength_nm, hole_mm=hole_mm, thickness_mm=thickness_mm)
     tab = f"{NAVARRO_1985}, Table 1 (unaccommodated)"
-    media = {name: {"model": "navarro_1985",
-                    "reference_indices": param(list(NAVARRO_REFERENCE[name]), "1 at [365, 486.1, 656.3, 1014] nm",
-                                               f"{NAVARRO_1985}, Table 1 and equation 2", "documented")}
-             for name in ("cornea", "aqueous", "lens", "vitreous")}
-    after = dict(zip(EYE_SURFACES, ("cornea", "aqueous", "lens", "vitreous")))
+    media = {
+        name: {
+            "model": "navarro_1985",
+            "reference_indices": param(
+                list(NAVARRO_REFERENCE[name]),
+                "1 at [365, 486.1, 656.3, 1014] nm",
+                f"{NAVARRO_1985}, Table 1 and equation 2",
+                "documented",
+            ),
+        }
+        for name in ("cornea", "aqueous", "lens", "vitreous")
+    }
+    after = dict(zip(EYE_SURFACES, ("cornea", "aqueous", "lens", "vitreous"), strict=True))
     surfaces = {}
     for s, _ in nav.surfaces:
         surfaces[s.name] = {
             "radius": param(s.radius, "mm", tab, "documented"),
             "conic": param(s.conic, "1", tab, "documented"),
-            "asphere": param([0.0, 0.0, 0.0, 0.0], "[mm^-3, mm^-5, mm^-7, mm^-9]", tab + ": conic surfaces only",
-                             "documented"),
+            "asphere": param(
+                [0.0, 0.0, 0.0, 0.0],
+                "[mm^-3, mm^-5, mm^-7, mm^-9]",
+                tab + ": conic surfaces only",
+                "documented",
+            ),
             "vertex_z": param(s.offset, "mm", tab + ": cumulative thicknesses", "documented"),
             "decentre": param([0.0, 0.0], "mm", "centred schematic eye", "documented"),
             "tilt": param([0.0, 0.0], "deg", "centred schematic eye", "documented"),
-            "medium_after": after[s.name]}
-    eye = {"format": "icl-eye/1", "name": f"navarro_1985_myopic_{excess_d:g}d",
-           "description": f"{NAVARRO_1985} unaccommodated eye; the vitreous is lengthened so that the eye is "
-                          f"{excess_d:g} D myopic at {wavelength_nm:g} nm (axial myopia).",
-           "media": media, "surfaces": surfaces,
-           "iris": {"plane_z": param(nav.stop_z, "mm", tab + ": aperture stop at the lens front vertex",
-                                     "documented"),
-                    "entrance_pupil_diameter": param(nav.pupil_diameter_mm, "mm",
-                                                     "photopic pupil of the benchmark's thin-phase model",
-                                                     "synthetic")},
-           "retina": {"vertex_z": param(retina, "mm",
-                                        f"paraxial image of the far point {1000 / excess_d:g} mm in front of the "
-                                        f"entrance pupil at {wavelength_nm:g} nm (icl.eye.paraxial."
-                                        "retina_for_excess); Navarro's emmetropic value is 24.00398 mm",
-                                        "synthetic"),
-                      "shape": "plane"}}
+            "medium_after": after[s.name],
+        }
+    eye = {
+        "format": "icl-eye/1",
+        "name": f"navarro_1985_myopic_{excess_d:g}d",
+        "description": f"{NAVARRO_1985} unaccommodated eye; the vitreous is lengthened so that the eye is "
+        f"{excess_d:g} D myopic at {wavelength_nm:g} nm (axial myopia).",
+        "media": media,
+        "surfaces": surfaces,
+        "iris": {
+            "plane_z": param(
+                nav.stop_z, "mm", tab + ": aperture stop at the lens front vertex", "documented"
+            ),
+            "entrance_pupil_diameter": param(
+                nav.pupil_diameter_mm, "mm", "photopic pupil of the benchmark's thin-phase model", "synthetic"
+            ),
+        },
+        "retina": {
+            "vertex_z": param(
+                retina,
+                "mm",
+                f"paraxial image of the far point {1000 / excess_d:g} mm in front of the "
+                f"entrance pupil at {wavelength_nm:g} nm (icl.eye.paraxial."
+                "retina_for_excess); Navarro's emmetropic value is 24.00398 mm",
+                "synthetic",
+            ),
+            "shape": "plane",
+        },
+    }
     syn = "synthetic design: no manufacturer surface data are used"
-    implant = {"format": "icl-implant/1", "name": "synthetic_meniscus",
-               "description": "Synthetic thick meniscus ICL; its front radius is solved so that the implanted "
-                              f"eye focuses a distant point on the retina at {wavelength_nm:g} nm.",
-               "front": {"radius": param(imp.front.radius, "mm", f"{syn}; solved for emmetropia at "
-                                         f"{wavelength_nm:g} nm (icl.eye.paraxial.correcting_icl)", "synthetic"),
-                         "conic": param(0.0, "1", syn, "synthetic"),
-                         "asphere": param([0.0, 0.0, 0.0, 0.0], "[mm^-3, mm^-5, mm^-7, mm^-9]", syn, "synthetic")},
-               "back": {"radius": param(imp.back.radius, "mm", f"{syn}; close to the crystalline lens front",
-                                        "synthetic"),
-                        "conic": param(0.0, "1", syn, "synthetic"),
-                        "asphere": param([0.0, 0.0, 0.0, 0.0], "[mm^-3, mm^-5, mm^-7, mm^-9]", syn, "synthetic")},
-               "centre_thickness": param(imp.thickness_mm, "mm", syn, "synthetic"),
-               "material": {"model": "constant",
-                            "index": param(imp.material.constant, "1", f"{syn}; collamer dispersion not modelled",
-                                           "synthetic")},
-               "optic_zone_diameter": param(imp.optic_zone_mm, "mm", syn, "synthetic"),
-               "hole": {"diameter": param(imp.hole_mm, "mm", "central port size used by the benchmark's cases",
-                                          "synthetic"),
-                        "wall": "cylinder_along_implant_axis", "medium": "aqueous"},
-               "placement": {"decentre": param([0.0, 0.0], "mm", "centred implant", "synthetic", 0.0),
-                             "tilt": param([0.0, 0.0], "deg", "untilted implant", "synthetic", 0.0),
-                             "rotation": param(0.0, "deg", "no rotation", "synthetic", 0.0)},
-               "vault": {"distance": param(imp.vault_mm, "mm", "synthetic vault in the usual 0.25-0.75 mm range",
-                                           "synthetic"),
-                         "measurement_axis": "eye_optical_axis_through_implant_centre",
-                         "from_surface": "implant_back", "to_surface": "lens_front"}}
-    illumination = {"format": "icl-illumination/1",
-                    "description": "One distant monochromatic point source on the line of sight.",
-                    "sources": [{"id": "L1", "x_arcmin": param(0.0, "arcmin", "case definition", "synthetic"),
-                                 "y_arcmin": param(0.0, "arcmin", "case definition", "synthetic"),
-                                 "flux": param(1.0, "source flux", "case definition", "synthetic"),
-                                 "spectrum": param([[wavelength_nm, 1.0]], "[nm, weight]", "case definition",
-                                                   "synthetic")}]}
-    detector = {"format": "icl-detector/1", "description": "Small detector for the example (+-4.3 arcmin).",
-                "n": param(128, "pixels", "case definition", "synthetic"),
-                "pitch_arcsec": param(4.0, "arcsec", "DESIGN.md section 2 pitch", "synthetic")}
+    implant = {
+        "format": "icl-implant/1",
+        "name": "synthetic_meniscus",
+        "description": "Synthetic thick meniscus ICL; its front radius is solved so that the implanted "
+        f"eye focuses a distant point on the retina at {wavelength_nm:g} nm.",
+        "front": {
+            "radius": param(
+                imp.front.radius,
+                "mm",
+                f"{syn}; solved for emmetropia at {wavelength_nm:g} nm (icl.eye.paraxial.correcting_icl)",
+                "synthetic",
+            ),
+            "conic": param(0.0, "1", syn, "synthetic"),
+            "asphere": param([0.0, 0.0, 0.0, 0.0], "[mm^-3, mm^-5, mm^-7, mm^-9]", syn, "synthetic"),
+        },
+        "back": {
+            "radius": param(
+                imp.back.radius, "mm", f"{syn}; close to the crystalline lens front", "synthetic"
+            ),
+            "conic": param(0.0, "1", syn, "synthetic"),
+            "asphere": param([0.0, 0.0, 0.0, 0.0], "[mm^-3, mm^-5, mm^-7, mm^-9]", syn, "synthetic"),
+        },
+        "centre_thickness": param(imp.thickness_mm, "mm", syn, "synthetic"),
+        "material": {
+            "model": "constant",
+            "index": param(
+                imp.material.constant, "1", f"{syn}; collamer dispersion not modelled", "synthetic"
+            ),
+        },
+        "optic_zone_diameter": param(imp.optic_zone_mm, "mm", syn, "synthetic"),
+        "hole": {
+            "diameter": param(
+                imp.hole_mm, "mm", "central port size used by the benchmark's cases", "synthetic"
+            ),
+            "wall": "cylinder_along_implant_axis",
+            "medium": "aqueous",
+        },
+        "placement": {
+            "decentre": param([0.0, 0.0], "mm", "centred implant", "synthetic", 0.0),
+            "tilt": param([0.0, 0.0], "deg", "untilted implant", "synthetic", 0.0),
+            "rotation": param(0.0, "deg", "no rotation", "synthetic", 0.0),
+        },
+        "vault": {
+            "distance": param(
+                imp.vault_mm, "mm", "synthetic vault in the usual 0.25-0.75 mm range", "synthetic"
+            ),
+            "measurement_axis": "eye_optical_axis_through_implant_centre",
+            "from_surface": "implant_back",
+            "to_surface": "lens_front",
+        },
+    }
+    illumination = {
+        "format": "icl-illumination/1",
+        "description": "One distant monochromatic point source on the line of sight.",
+        "sources": [
+            {
+                "id": "L1",
+                "x_arcmin": param(0.0, "arcmin", "case definition", "synthetic"),
+                "y_arcmin": param(0.0, "arcmin", "case definition", "synthetic"),
+                "flux": param(1.0, "source flux", "case definition", "synthetic"),
+                "spectrum": param([[wavelength_nm, 1.0]], "[nm, weight]", "case definition", "synthetic"),
+            }
+        ],
+    }
+    detector = {
+        "format": "icl-detector/1",
+        "description": "Small detector for the example (+-4.3 arcmin).",
+        "n": param(128, "pixels", "case definition", "synthetic"),
+        "pitch_arcsec": param(4.0, "arcsec", "DESIGN.md section 2 pitch", "synthetic"),
+    }
     return {"eye": eye, "implant": implant, "illumination": illumination, "detector": detector}
 
 

@@ -23,7 +23,15 @@ from icl.eye.trace import TraceOptions, to_plane
 from icl.eye.wavefront import ARCMIN, host_reference, opd, pupil_rays, rms_spot, spot, trace_path
 from icl.optics.model import Scene
 
-LEDGER_KEYS = ("incident", "not_in_path", "blocked", "reflected", "transmitted", "outside_detector", "residual")
+LEDGER_KEYS = (
+    "incident",
+    "not_in_path",
+    "blocked",
+    "reflected",
+    "transmitted",
+    "outside_detector",
+    "residual",
+)
 RAY_SAMPLE_SIDE = 21  # rays per pupil diameter written to paths.npz (a readable sample, not the integration)
 
 
@@ -44,8 +52,13 @@ def _paths_of(pkg: Package, paths: tuple[str, ...]) -> tuple[tuple[str, ...], tu
     return primary, ghosts
 
 
-def run(pkg: Package, paths: tuple[str, ...] = PRIMARY_PATHS + GHOST_PATHS, ledger_side: int = 201,
-        ghost_side: int = 401, progress: Callable[[str], None] | None = None) -> RunResult:
+def run(
+    pkg: Package,
+    paths: tuple[str, ...] = PRIMARY_PATHS + GHOST_PATHS,
+    ledger_side: int = 201,
+    ghost_side: int = 401,
+    progress: Callable[[str], None] | None = None,
+) -> RunResult:
     """Trace and render every source of ``pkg`` along the enabled ``paths``.
 
     Parameters
@@ -58,6 +71,7 @@ def run(pkg: Package, paths: tuple[str, ...] = PRIMARY_PATHS + GHOST_PATHS, ledg
         Rays per entrance-pupil diameter for the energy ledgers and for the geometric ghost components.
     progress : callable, optional
         Called with a label after each unit of work (sources x components).
+
     """
     from icl.optics import render
 
@@ -65,8 +79,11 @@ def run(pkg: Package, paths: tuple[str, ...] = PRIMARY_PATHS + GHOST_PATHS, ledg
     eye, imp, det = pkg.eye, pkg.implant, pkg.detector
     names = (["primary"] if primary else []) + list(ghosts)
     comps = np.zeros((len(names), det.n, det.n))
-    energy: dict = {"units": "fraction of the source flux (flux x spectral weight) entering the entrance pupil",
-                    "definitions": _LEDGER_DOC, "sources": {}}
+    energy: dict = {
+        "units": "fraction of the source flux (flux x spectral weight) entering the entrance pupil",
+        "definitions": _LEDGER_DOC,
+        "sources": {},
+    }
     per_source: dict = {}
     half_mm = det.half_width_arcmin * ARCMIN
     worst = 0.0
@@ -79,7 +96,7 @@ def run(pkg: Package, paths: tuple[str, ...] = PRIMARY_PATHS + GHOST_PATHS, ledg
             src_energy["wave_primary"] = res.ledgers[0]
             if progress:
                 progress(f"{src.id}: primary ({'+'.join(primary)})")
-        for k, g in enumerate(ghosts):
+        for g in ghosts:
             img, _ = geometric_component(eye, imp, g, src, det, ghost_side)
             comps[names.index(g)] += img
             if progress:
@@ -97,9 +114,15 @@ def run(pkg: Package, paths: tuple[str, ...] = PRIMARY_PATHS + GHOST_PATHS, ledg
         per_source[src.id] = _source_metrics(pkg, src, comps, names)
     energy["max_abs_residual"] = worst
     axis = det.axis_arcmin
-    psf = {"psf": comps.sum(axis=0), "components": comps, "component_names": np.array(names),
-           "x_arcmin": axis, "y_arcmin": axis.copy(), "angular_pixel_arcsec": np.float64(det.pitch_arcsec),
-           "wavelength_nm": np.array(sorted({lam for s in pkg.sources for lam, _ in s.spectrum}))}
+    psf = {
+        "psf": comps.sum(axis=0),
+        "components": comps,
+        "component_names": np.array(names),
+        "x_arcmin": axis,
+        "y_arcmin": axis.copy(),
+        "angular_pixel_arcsec": np.float64(det.pitch_arcsec),
+        "wavelength_nm": np.array(sorted({lam for s in pkg.sources for lam, _ in s.spectrum})),
+    }
     metrics = _metrics(pkg, primary, ghosts, names, comps, per_source)
     return RunResult(psf, _ray_sample(pkg, primary + ghosts), energy, metrics)
 
@@ -112,14 +135,14 @@ _LEDGER_DOC = {
     "transmitted": "arriving on the retina inside the detector's field (square, about the path's centroid)",
     "outside_detector": "arriving on the retina outside the detector's field",
     "residual": "incident minus the sum of the others (ray sampling makes each path's share approximate; "
-                "the sum closes exactly)",
+    "the sum closes exactly)",
 }
 
 
 def _source_metrics(pkg: Package, src, comps: np.ndarray, names: list[str]) -> dict:
     axis = pkg.detector.axis_arcmin
     out = {}
-    for name, c in zip(names, comps):
+    for name, c in zip(names, comps, strict=True):
         tot = float(c.sum())
         cx = float((c.sum(axis=0) * axis).sum() / tot) if tot > 0 else None
         cy = float((c.sum(axis=1) * axis).sum() / tot) if tot > 0 else None
@@ -136,24 +159,38 @@ def _metrics(pkg: Package, primary, ghosts, names, comps, per_source) -> dict:
     z = [s.offset for s, _ in eye.surfaces]
     back = imp.placement(eye).z
     return {
-        "units": {"psf": "linear pixel flux in units of the source flux (intensity integrated over each pixel); "
-                         "not renormalised: its sum is the recorded fraction of the incident flux",
-                  "components": "primary = lens + hole + edge paths summed coherently (wave optics); each ghost "
-                                "path its own component added in intensity (ray density, Fresnel-weighted)",
-                  "angles": "arcmin on the observation-angle plane, +x right, +y up, row i = +y",
-                  "lengths": "mm"},
-        "paths_enabled": list(primary + ghosts), "component_names": names,
+        "units": {
+            "psf": "linear pixel flux in units of the source flux (intensity integrated over each pixel); "
+            "not renormalised: its sum is the recorded fraction of the incident flux",
+            "components": "primary = lens + hole + edge paths summed coherently (wave optics); each ghost "
+            "path its own component added in intensity (ray density, Fresnel-weighted)",
+            "angles": "arcmin on the observation-angle plane, +x right, +y up, row i = +y",
+            "lengths": "mm",
+        },
+        "paths_enabled": list(primary + ghosts),
+        "component_names": names,
         "component_method": {n: ("wave" if n == "primary" else "geometric") for n in names},
         "reference_wavelength_nm": lam,
-        "paraxial": {"host_power_d": host.power_d, "implanted_power_d": with_icl.power_d,
-                     "host_efl_mm": host.efl_mm, "implanted_efl_mm": with_icl.efl_mm,
-                     "entrance_pupil_z_mm": host.entrance_pupil_z, "exit_pupil_z_mm": host.exit_pupil_z,
-                     "back_focal_z_with_icl_mm": with_icl.back_focal_z, "retina_z_mm": eye.retina_z,
-                     "iris_per_entrance_pupil_height": host.entrance_pupil_mag},
-        "geometry_mm": {"cornea_thickness": z[1] - z[0], "anterior_chamber_depth": z[2] - z[1],
-                        "lens_thickness": z[3] - z[2], "vitreous_depth": eye.retina_z - z[3],
-                        "icl_front_vertex_z": back - imp.thickness_mm, "icl_back_vertex_z": back,
-                        "vault_along_axis": imp.vault_mm},
+        "paraxial": {
+            "host_power_d": host.power_d,
+            "implanted_power_d": with_icl.power_d,
+            "host_efl_mm": host.efl_mm,
+            "implanted_efl_mm": with_icl.efl_mm,
+            "entrance_pupil_z_mm": host.entrance_pupil_z,
+            "exit_pupil_z_mm": host.exit_pupil_z,
+            "back_focal_z_with_icl_mm": with_icl.back_focal_z,
+            "retina_z_mm": eye.retina_z,
+            "iris_per_entrance_pupil_height": host.entrance_pupil_mag,
+        },
+        "geometry_mm": {
+            "cornea_thickness": z[1] - z[0],
+            "anterior_chamber_depth": z[2] - z[1],
+            "lens_thickness": z[3] - z[2],
+            "vitreous_depth": eye.retina_z - z[3],
+            "icl_front_vertex_z": back - imp.thickness_mm,
+            "icl_back_vertex_z": back,
+            "vault_along_axis": imp.vault_mm,
+        },
         "rms_spot_lens_path_um": rms_spot(x, y) * 1e3,
         "sources": per_source,
         "total_recorded": float(comps.sum()),
@@ -164,8 +201,24 @@ def _metrics(pkg: Package, primary, ghosts, names, comps, per_source) -> dict:
 def _ray_sample(pkg: Package, paths: tuple[str, ...]) -> dict[str, np.ndarray]:
     """A square grid of rays per path and source (first wavelength), traced with every aperture on."""
     eye, imp = pkg.eye, pkg.implant
-    cols: dict[str, list] = {k: [] for k in ("source_index", "path_index", "u_mm", "v_mm", "x_mm", "y_mm", "z_mm", "l", "m",
-                                             "n", "opd_mm", "weight", "flags")}
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "source_index",
+            "path_index",
+            "u_mm",
+            "v_mm",
+            "x_mm",
+            "y_mm",
+            "z_mm",
+            "l",
+            "m",
+            "n",
+            "opd_mm",
+            "weight",
+            "flags",
+        )
+    }
     r = eye.pupil_diameter_mm / 2.0
     g = np.linspace(-r, r, RAY_SAMPLE_SIDE)
     u, v = np.meshgrid(g, g)
@@ -178,13 +231,25 @@ def _ray_sample(pkg: Package, paths: tuple[str, ...]) -> dict[str, np.ndarray]:
         ref = host_reference(eye, field_, lam, par)
         for pi, p in enumerate(paths):
             rays = pupil_rays(u, v, field_, par.entrance_pupil_z)
-            out = to_plane(trace_path(eye, imp, p, rays, lam, TraceOptions()), eye.retina_z,
-                           index_after(eye, lam))
+            out = to_plane(
+                trace_path(eye, imp, p, rays, lam, TraceOptions()), eye.retina_z, index_after(eye, lam)
+            )
             w_mm, _, _ = opd(eye, imp, p, u, v, field_, lam, TraceOptions(apertures=False), ref)
-            for key, val in (("source_index", np.full(u.size, si)), ("path_index", np.full(u.size, pi)), ("u_mm", u),
-                             ("v_mm", v), ("x_mm", out.x), ("y_mm", out.y), ("z_mm", out.z), ("l", out.l),
-                             ("m", out.m), ("n", out.n), ("opd_mm", np.where(out.flags == 0, w_mm, np.nan)),
-                             ("weight", np.where(out.flags == 0, out.w, 0.0)), ("flags", out.flags)):
+            for key, val in (
+                ("source_index", np.full(u.size, si)),
+                ("path_index", np.full(u.size, pi)),
+                ("u_mm", u),
+                ("v_mm", v),
+                ("x_mm", out.x),
+                ("y_mm", out.y),
+                ("z_mm", out.z),
+                ("l", out.l),
+                ("m", out.m),
+                ("n", out.n),
+                ("opd_mm", np.where(out.flags == 0, w_mm, np.nan)),
+                ("weight", np.where(out.flags == 0, out.w, 0.0)),
+                ("flags", out.flags),
+            ):
                 cols[key].append(val)
     arrays = {k: np.concatenate(v) for k, v in cols.items()}
     arrays["source_index"] = arrays["source_index"].astype(np.int32)
