@@ -42,7 +42,8 @@ def test_reference_physics():
     assert ref.encircled_energy_airy_first_dark() == pytest.approx(0.8378, abs=1e-4)
     # Exact ray at small height tends to the paraxial focus.
     assert abs(ref.longitudinal_sa(7.72, -0.26, 1.376, 0.01)) < 1e-5
-    assert ref.airy_radius_arcmin(ref.AIRY_BRIGHT, 550, 3.2) == pytest.approx(0.96589, abs=1e-5)
+    # Exact first bright ring j_{2,1}/pi = 1.63472 lambda/D: 0.965895 arcmin (0.9661 comes from the rounded 1.635).
+    assert ref.airy_radius_arcmin(ref.AIRY_BRIGHT, 550, 3.2) == pytest.approx(0.965895, abs=1e-6)
     assert math.isclose(ref.fresnel_r(1.0, 1.5), 0.04)
 
 
