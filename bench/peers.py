@@ -142,7 +142,8 @@ def bin_subsamples(img: np.ndarray, q: int) -> np.ndarray:
     return img.reshape(n, q, n, q).sum(axis=(1, 3))
 
 
-def make_runner(name: str, g: dict, n_det: int, q: int, threads: int) -> tuple[Callable[[], np.ndarray], dict]:
+def make_runner(name: str, g: dict, n_det: int, q: int,
+                threads: int) -> tuple[Callable[[], np.ndarray], dict]:
     """The timed callable of one peer and facts about it (planning time, versions)."""
     info: dict = {}
     if name in ("icl", "icl-fft"):
@@ -161,7 +162,8 @@ def make_runner(name: str, g: dict, n_det: int, q: int, threads: int) -> tuple[C
                 return render(scene).scene
             return run, info
         # The transform render() performs: icl's own pupil grid, FFT length and support window.
-        pupil = np.ascontiguousarray(pupil_field(scene.pupil, g["n"], g["icl_du"], WAVELENGTH_M), dtype=complex)
+        pupil = pupil_field(scene.pupil, g["n"], g["icl_du"], WAVELENGTH_M)
+        pupil = np.ascontiguousarray(pupil, dtype=complex)
         scale = g["icl_du"] ** 2 / (g["icl_m"] ** 2 * math.pi * DIAMETER_M**2 / 4)
         return (lambda: _core.psf_window(pupil, g["icl_m"], g["support"], scale)), info
     if name == "numpy":
@@ -207,7 +209,8 @@ def make_runner(name: str, g: dict, n_det: int, q: int, threads: int) -> tuple[C
                                        n_det * q, method="mdft")
             # prysm's matrix DFT divides by (n * Q), Q = lambda / (n du dx): undo it for the physical scale.
             qq = WAVELENGTH_M / (n * du * dx_out)
-            flux = np.abs(out * (n * qq)) ** 2 * (du * du * dx_out / WAVELENGTH_M) ** 2 / (math.pi * DIAMETER_M**2 / 4)
+            area = math.pi * DIAMETER_M**2 / 4
+            flux = np.abs(out * (n * qq)) ** 2 * (du * du * dx_out / WAVELENGTH_M) ** 2 / area
             return bin_subsamples(flux, q)
         return run, info
     if name == "hcipy":
@@ -322,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=1024, help="detector pixels per side")
     ap.add_argument("--repeat", type=int, default=5, help="timed calls after the warm-up")
     ap.add_argument("--oversample", type=int, default=4, help="sub-samples per pixel and axis (window peers)")
-    ap.add_argument("--threads", type=int, default=1, help="threads for every peer (FFTW, BLAS, scipy workers)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads for every peer (FFTW, BLAS, scipy workers)")
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per peer")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
@@ -359,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
         ratio = res["seconds"] / ref if ok and ref else None
         plan = f" (+{res['plan_seconds']:.3g} s planning)" if "plan_seconds" in res else ""
         rows.append([name, res.get("version", "-"), METHODS[name], _fmt(res.get("seconds"), ".3g"),
-                     _fmt(res.get("first"), ".3g") + plan, _fmt(ratio, ".2f"), _fmt(res.get("peak_mib"), ".0f"),
+                     _fmt(res.get("first"), ".3g") + plan, _fmt(ratio, ".2f"),
+                     _fmt(res.get("peak_mib"), ".0f"),
                      _fmt(res.get("rel_l1"), ".2e"), _fmt(res.get("recorded"), ".6f"), res["status"]])
     if args.markdown:
         print("| " + " | ".join(header) + " |")
@@ -368,9 +373,9 @@ def main(argv: list[str] | None = None) -> int:
             print("| " + " | ".join(r) + " |")
     else:
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
         for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     print()
     print(f"problem: {DIAMETER_M * 1e3:g} mm pupil, {WAVELENGTH_M * 1e9:g} nm, {args.n} x {args.n} px at "
           f"{PITCH_ARCSEC:g} arcsec, pixel-integrated, unit flux; pupil {grid['n']} samples at "

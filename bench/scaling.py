@@ -51,8 +51,9 @@ def scene_for(n: int, sources: int, ring: bool):
     if not ring:
         srcs = (Source(),)
     else:
-        srcs = tuple(Source(id=f"S{k + 1}", x_arcmin=RING_ARCMIN * math.cos(2 * math.pi * k / sources),
-                            y_arcmin=RING_ARCMIN * math.sin(2 * math.pi * k / sources)) for k in range(sources))
+        angles = [2 * math.pi * k / sources for k in range(sources)]
+        srcs = tuple(Source(id=f"S{k + 1}", x_arcmin=RING_ARCMIN * math.cos(a),
+                            y_arcmin=RING_ARCMIN * math.sin(a)) for k, a in enumerate(angles))
     return Scene(srcs, Pupil(eye_excess_d=0.0, icl=None), Detector(n=n))
 
 
@@ -102,7 +103,7 @@ def slope(x: list[float], y: list[float]) -> float:
 def table(title: str, xname: str, xs: tuple[int, ...], rows: list[dict]) -> str:
     """Markdown table of one scan with its fitted exponents."""
     lines = [f"**{title}**", "", f"| {xname} | median s | peak MiB |", "|---|---|---|"]
-    lines += [f"| {x} | {r['seconds']:.4g} | {r['peak_mib']:.1f} |" for x, r in zip(xs, rows)]
+    lines += [f"| {x} | {r['seconds']:.4g} | {r['peak_mib']:.1f} |" for x, r in zip(xs, rows, strict=True)]
     lines.append("")
     # Fixed costs (the 256-sample pupil floor, Python overhead per call) flatten the small end: the slope
     # over the three largest points is the one that predicts larger problems.
@@ -111,7 +112,8 @@ def table(title: str, xname: str, xs: tuple[int, ...], rows: list[dict]) -> str:
         t = [r["seconds"] for r in rows][sel]
         mem = [r["peak_mib"] for r in rows][sel]
         m_exp = f"{slope(x, mem):.2f}" if min(mem) > 0 else "- (a zero rise)"
-        lines.append(f"growth exponent, {label} (log-log slope): time {slope(x, t):.2f}, peak memory {m_exp}  ")
+        lines.append(f"growth exponent, {label} (log-log slope): time {slope(x, t):.2f}, "
+                     f"peak memory {m_exp}  ")
     return "\n".join(lines)
 
 
@@ -125,7 +127,8 @@ def plot(path: Path, xname: str, xs: tuple[int, ...], rows: list[dict], title: s
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), constrained_layout=True)
     x = np.asarray(xs, dtype=float)
-    for ax, key, label in ((axes[0], "seconds", "median render time (s)"), (axes[1], "peak_mib", "peak memory rise (MiB)")):
+    panels = ((axes[0], "seconds", "median render time (s)"), (axes[1], "peak_mib", "peak memory rise (MiB)"))
+    for ax, key, label in panels:
         y = np.asarray([r[key] for r in rows], dtype=float)
         ax.loglog(x, np.where(y > 0, y, np.nan), "o", color="C0")
         if np.all(y > 0):
@@ -179,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         plot(img / "scaling_detector.png", "detector N (px per side)", DETECTORS, det_rows,
              "icl render: one point source, N x N detector")
         plot(img / "scaling_sources.png", "point sources", SOURCES, src_rows,
-             f"icl render: {SOURCE_DETECTOR} x {SOURCE_DETECTOR} detector, sources on a {RING_ARCMIN:g} arcmin circle")
+             f"icl render: {SOURCE_DETECTOR} x {SOURCE_DETECTOR} detector, "
+             f"sources on a {RING_ARCMIN:g} arcmin circle")
         print(f"plots: {img / 'scaling_detector.png'}, {img / 'scaling_sources.png'}")
     return 0
 

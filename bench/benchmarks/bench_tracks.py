@@ -69,7 +69,6 @@ class HaloEvaluation(_Slow):
         except NotImplementedError:
             return None
         import numpy as np
-
         from icl.io import write_npz
 
         # setup_cache runs in a folder that stays in place for this suite's benchmarks.
@@ -79,8 +78,8 @@ class HaloEvaluation(_Slow):
         for name in sorted(os.listdir(os.path.join(release, "private"))):
             if name.endswith(".npz"):
                 with np.load(os.path.join(release, "private", name), allow_pickle=False) as ref:
-                    write_npz(os.path.join(submission, name), components=ref["components"], scene=ref["scene"],
-                              angular_pixel_arcsec=ref["angular_pixel_arcsec"])
+                    write_npz(os.path.join(submission, name), components=ref["components"],
+                              scene=ref["scene"], angular_pixel_arcsec=ref["angular_pixel_arcsec"])
         return release, submission
 
     def setup(self, paths):

@@ -17,7 +17,7 @@ def single_thread() -> None:
 
 def airy_scene(n: int, extent=None):
     """3.2 mm aberration-free pupil at 550 nm on an n x n detector at 4 arcsec (one source at 0, 0)."""
-    from icl.optics import Detector, Extent, Pupil, Scene, Source
+    from icl.optics import Detector, Pupil, Scene, Source
 
     src = Source() if extent is None else Source(extent=extent)
     return Scene((src,), Pupil(eye_excess_d=0.0, icl=None), Detector(n=n, pitch_arcsec=PITCH_ARCSEC))
