@@ -114,13 +114,23 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _finite_int(text: str) -> int:
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise ValueError(f"integer {text[:20]}... overflows a double") from None
+    return value
+
+
 def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Read a UTF-8 JSON file with a size bound, depth bound and no NaN/Infinity literals.
 
     Raises
     ------
     InputError
-        If the file is missing, too large, not UTF-8, not JSON, or too deeply nested.
+        If the file is missing, too large, not UTF-8, not JSON, too deeply nested, or holds a number
+        that overflows a double.
     """
     path = Path(path)
     file = str(path)
@@ -136,7 +146,8 @@ def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file) from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                         parse_int=_finite_int)
     except RecursionError:
         raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file) from None
     except ValueError as exc:

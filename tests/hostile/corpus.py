@@ -96,3 +96,66 @@ HUGE_NUMBER_JSON = '{"x": 1' + "0" * 5000 + "}"
 NAN_JSON = '{"x": NaN}'
 NON_UTF8 = b'{"x": "\xff\xfe"}'
 MALFORMED_JSON = '{"x": [1, 2,}'
+
+
+def corrupt_crc(folder: Path, name: str, **arrays: np.ndarray) -> Path:
+    """A well-formed npz whose first member's data has one byte changed: the CRC no longer matches."""
+    path = arrays_npz(folder, name, **arrays)
+    raw = bytearray(path.read_bytes())
+    first = next(iter(arrays))
+    start = raw.index(b"\x93NUMPY")  # stored (not deflated): the .npy bytes sit in the archive as-is
+    raw[start + len(_npy_bytes(np.asarray(arrays[first]))) - 1] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def corrupt_deflate(folder: Path, name: str, key: str) -> Path:
+    """An npz whose deflated member stream is damaged in the middle."""
+    data = _npy_bytes(np.random.default_rng(0).random((64, 64)))
+    with zipfile.ZipFile(folder / name, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"{key}.npy", data)
+    raw = bytearray((folder / name).read_bytes())
+    for k in range(200, 400):
+        raw[k] ^= 0x55
+    (folder / name).write_bytes(bytes(raw))
+    return folder / name
+
+
+def encrypted_flag(folder: Path, name: str, key: str) -> Path:
+    """An npz whose member claims to be encrypted (general-purpose flag bit 0)."""
+    path = _zip(folder / name, {f"{key}.npy": _npy_bytes(np.zeros(4))})
+    raw = bytearray(path.read_bytes())
+    for sig, off in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers
+        i = raw.index(sig)
+        raw[i + off] |= 1
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def absurd_shape(folder: Path, name: str, key: str, shape: tuple[int, ...] = (10**9, 10**9),
+                 others: tuple[str, ...] = ()) -> Path:
+    """An npz whose member header declares an absurd shape over 8 bytes of data."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    members = {f"{key}.npy": header.getvalue() + b"\0" * 8}
+    members.update({f"{o}.npy": _npy_bytes(np.zeros((2, 2))) for o in others})
+    return _zip(folder / name, members)
+
+
+def traversal_member(folder: Path, name: str, key: str) -> Path:
+    """An npz with a member named ``../<key>.npy`` (extracting it would leave the folder)."""
+    return _zip(folder / name, {f"../{key}.npy": _npy_bytes(np.zeros(4)), f"{key}.npy": _npy_bytes(np.zeros(4))})
+
+
+def fifo(folder: Path, name: str) -> Path:
+    """A named pipe: opening it for reading blocks until a writer appears."""
+    os.mkfifo(folder / name)
+    return folder / name
+
+
+def device_link(folder: Path, name: str, device: str = "/dev/zero") -> Path:
+    """A symbolic link to a device that never ends."""
+    return outside_symlink(folder, name, Path(device))
+
+
+HUGE_INT_JSON = '{"x": 1' + "0" * 400 + "}"  # under the parser's digit limit, beyond a double
