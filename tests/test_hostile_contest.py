@@ -86,6 +86,12 @@ def test_side_fields_left_out_with_reason(tmp_path, doc):
             "generalisation"} <= fields
 
 
+def test_float_track_is_not_an_integer(tmp_path, doc):
+    doc["track"] = 3.0
+    rec = load_json(run(tmp_path, doc)[1])
+    assert rec["track"] is None and any(p.startswith("track: expected an integer") for p in rec["problems"])
+
+
 @pytest.mark.parametrize("text, needle", [
     ('{"team": "A", "clinical_score": NaN}', "non-finite"),
     ('{"team": "A", "clinical_score": 1' + "0" * 400 + "}", "overflows a double"),

@@ -256,7 +256,7 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
         problems.append(f"team: expected an id (1-64 characters, no / \\ |), got {team!r}")
         team = None
     track = doc.get("track")
-    if isinstance(track, bool) or track not in TRACKS:
+    if not isinstance(track, int) or isinstance(track, bool) or track not in TRACKS:
         problems.append(f"track: expected an integer 1-7, got {track!r}")
         track = None
     group = doc.get("group")
