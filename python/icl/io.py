@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -114,6 +115,17 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _regular_size(path: Path, file: str) -> int:
+    """Size of a regular file; FIFOs and devices are refused (reading them could block or never end)."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("not a regular file (directory, FIFO, socket or device)", file)
+    return st.st_size
+
+
 def _finite_int(text: str) -> int:
     value = int(text)
     try:
@@ -129,18 +141,18 @@ def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     Raises
     ------
     InputError
-        If the file is missing, too large, not UTF-8, not JSON, too deeply nested, or holds a number
-        that overflows a double.
+        If the file is missing, not a regular file (FIFO, device), too large, not UTF-8, not JSON,
+        too deeply nested, or holds a number that overflows a double.
     """
     path = Path(path)
     file = str(path)
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", file) from None
+    size = _regular_size(path, file)
     if size > max_bytes:
         raise InputError(f"file is {size} bytes, more than the {max_bytes}-byte limit", file)
-    raw = path.read_bytes()
+    with open(path, "rb") as fh:
+        raw = fh.read(max_bytes + 1)  # a file that grows after stat() is still bounded
+    if len(raw) > max_bytes:
+        raise InputError(f"file is more than the {max_bytes}-byte limit", file)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -185,6 +197,7 @@ def load_npz(
     required, optional = list(required), list(optional)
     if path.is_symlink():
         raise InputError("symbolic links are not followed", file)
+    _regular_size(path, file)
     try:
         zf = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
