@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,12 +39,27 @@ def prediction_schema() -> dict[str, Any]:
     return load_json(cases_dir() / "patient" / "prediction.schema.json")
 
 
+def _ecma_pattern(validator, pattern: str, instance: Any, schema: Mapping[str, Any]):
+    """``pattern`` with ECMA-262 anchors: a final ``$`` matches only at the very end of the string.
+
+    Python's ``$`` also matches before a trailing newline, which would let ``"P1\\n"`` pass an id pattern.
+    """
+    if not validator.is_type(instance, "string"):
+        return
+    rx = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith("\\$") else pattern
+    if not re.search(rx, instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _ecma_pattern})
+
+
 @functools.cache
 def _validator(kind: str, ref: str | None) -> jsonschema.protocols.Validator:
     schema = report_schema() if kind == "report" else prediction_schema()
     if ref is not None:
         schema = {"$defs": schema["$defs"], "$ref": f"#/$defs/{ref}"}
-    return jsonschema.Draft202012Validator(schema)
+    return _Validator(schema)
 
 
 def _path(parts) -> str:
