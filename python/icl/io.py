@@ -13,6 +13,7 @@ import os
 import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -200,45 +201,54 @@ def load_npz(
     _regular_size(path, file)
     try:
         zf = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
         raise InputError(f"not a readable npz archive: {exc}", file) from None
-    out: dict[str, np.ndarray] = {}
     with zf:
-        infos = zf.infolist()
-        total = sum(i.file_size for i in infos)
-        if total > max_bytes:
-            raise InputError(f"declared uncompressed size {total} exceeds the {max_bytes}-byte limit", file)
-        names = {}
-        for info in infos:
-            if not info.filename.endswith(".npy") or "/" in info.filename:
-                raise InputError("unexpected archive member", file, info.filename)
-            names[info.filename[:-4]] = info
-        for key in required:
-            if key not in names:
-                raise InputError("missing array", file, key)
-        known = set(required) | set(optional)
-        for key, info in names.items():
-            if key not in known and not allow_extra:
-                raise InputError("unexpected array", file, key)
-            with zf.open(info) as fh:
-                try:
-                    version = np.lib.format.read_magic(fh)
-                    if version not in _HEADER_READERS:
-                        raise ValueError(f"unsupported .npy format version {version}")
-                    shape, _fortran, dtype = _HEADER_READERS[version](fh)
-                except ValueError as exc:
-                    raise InputError(f"bad .npy header: {exc}", file, key) from None
-                if dtype.hasobject:
-                    raise InputError("object arrays are refused (they need pickle)", file, key)
-                count = math.prod(shape)
-                if count * dtype.itemsize > info.file_size:
-                    raise InputError(f"header declares {shape} {dtype}, more than the stored data", file, key)
-            with zf.open(info) as fh:
-                try:
-                    arr = np.lib.format.read_array(fh, allow_pickle=False)
-                except ValueError as exc:
-                    raise InputError(f"unreadable array: {exc}", file, key) from None
-            out[key] = arr
+        try:
+            return _read_members(zf, file, required, optional, max_bytes, allow_extra)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError) as exc:
+            # CRC mismatch, corrupt deflate stream, truncated member, unsupported or encrypted entry
+            raise InputError(f"corrupt npz archive: {type(exc).__name__}: {exc}", file) from None
+
+
+def _read_members(zf: zipfile.ZipFile, file: str, required: list[str], optional: list[str], max_bytes: int,
+                  allow_extra: bool) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    infos = zf.infolist()
+    total = sum(i.file_size for i in infos)
+    if total > max_bytes:
+        raise InputError(f"declared uncompressed size {total} exceeds the {max_bytes}-byte limit", file)
+    names = {}
+    for info in infos:
+        if not info.filename.endswith(".npy") or "/" in info.filename:
+            raise InputError("unexpected archive member", file, info.filename)
+        names[info.filename[:-4]] = info
+    for key in required:
+        if key not in names:
+            raise InputError("missing array", file, key)
+    known = set(required) | set(optional)
+    for key, info in names.items():
+        if key not in known and not allow_extra:
+            raise InputError("unexpected array", file, key)
+        with zf.open(info) as fh:
+            try:
+                version = np.lib.format.read_magic(fh)
+                if version not in _HEADER_READERS:
+                    raise ValueError(f"unsupported .npy format version {version}")
+                shape, _fortran, dtype = _HEADER_READERS[version](fh)
+            except ValueError as exc:
+                raise InputError(f"bad .npy header: {exc}", file, key) from None
+            if dtype.hasobject:
+                raise InputError("object arrays are refused (they need pickle)", file, key)
+            count = math.prod(shape)
+            if count * dtype.itemsize > info.file_size:
+                raise InputError(f"header declares {shape} {dtype}, more than the stored data", file, key)
+        with zf.open(info) as fh:
+            try:
+                arr = np.lib.format.read_array(fh, allow_pickle=False)
+            except ValueError as exc:
+                raise InputError(f"unreadable array: {exc}", file, key) from None
+        out[key] = arr
     return out
 
 

@@ -109,11 +109,13 @@ def corrupt_crc(folder: Path, name: str, **arrays: np.ndarray) -> Path:
     return path
 
 
-def corrupt_deflate(folder: Path, name: str, key: str) -> Path:
-    """An npz whose deflated member stream is damaged in the middle."""
+def corrupt_deflate(folder: Path, name: str, key: str, others: tuple[str, ...] = ()) -> Path:
+    """An npz whose deflated member ``key`` (written first) is damaged in the middle; ``others`` are valid."""
     data = _npy_bytes(np.random.default_rng(0).random((64, 64)))
     with zipfile.ZipFile(folder / name, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(f"{key}.npy", data)
+        for other in others:
+            zf.writestr(f"{other}.npy", _npy_bytes(np.zeros((2, 2))))
     raw = bytearray((folder / name).read_bytes())
     for k in range(200, 400):
         raw[k] ^= 0x55
@@ -121,9 +123,11 @@ def corrupt_deflate(folder: Path, name: str, key: str) -> Path:
     return folder / name
 
 
-def encrypted_flag(folder: Path, name: str, key: str) -> Path:
-    """An npz whose member claims to be encrypted (general-purpose flag bit 0)."""
-    path = _zip(folder / name, {f"{key}.npy": _npy_bytes(np.zeros(4))})
+def encrypted_flag(folder: Path, name: str, key: str, others: tuple[str, ...] = ()) -> Path:
+    """An npz whose member ``key`` (written first) claims to be encrypted (general-purpose flag bit 0)."""
+    members = {f"{key}.npy": _npy_bytes(np.zeros(4))}
+    members.update({f"{o}.npy": _npy_bytes(np.zeros((2, 2))) for o in others})
+    path = _zip(folder / name, members)
     raw = bytearray(path.read_bytes())
     for sig, off in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers
         i = raw.index(sig)
