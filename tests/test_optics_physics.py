@@ -162,18 +162,19 @@ def test_no_wraparound_near_the_window_edge():
 def test_disk_source_equals_quadrature_over_point_sources():
     # A uniform incoherent disk is the average of point sources over its area. Gauss-Legendre in
     # radius (with the r weight) times a uniform rule in angle integrates the smooth, band-limited
-    # dependence of each pixel on the source position to ~1e-6.
+    # dependence of each pixel on the source position: along the 0.75 arcmin circle it holds about
+    # 8 cycles, so 32 angles and 10 radii are exact to well below the 1e-4 asserted.
     det = Detector(n=64)
     sampling = Sampling(support_arcmin=8.0)
     radius = 0.75
     disk = render(Scene((Source(extent=Extent("disk", 2 * radius)),), CLEAR_EYE, det), sampling).scene
-    g, w = np.polynomial.legendre.leggauss(16)
+    g, w = np.polynomial.legendre.leggauss(10)
     rs, ws = radius * (g + 1) / 2, w * radius / 2
-    angles = np.arange(64) * 2 * np.pi / 64
+    angles = np.arange(32) * 2 * np.pi / 32
     acc = np.zeros_like(disk)
     for r, wr in zip(rs, ws):
         for a in angles:
             src = Source(x_arcmin=r * np.cos(a), y_arcmin=r * np.sin(a))
-            acc += wr * r * (2 * np.pi / 64) * render(Scene((src,), CLEAR_EYE, det), sampling).scene
+            acc += wr * r * (2 * np.pi / 32) * render(Scene((src,), CLEAR_EYE, det), sampling).scene
     acc /= np.pi * radius**2
     assert np.abs(disk - acc).sum() / acc.sum() < 1e-4
