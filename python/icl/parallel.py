@@ -26,6 +26,13 @@ def _progress(description: str, total: int, disable: bool) -> Progress:
     return prog
 
 
+def _one_thread() -> None:
+    """Pool workers share the cores: one kernel thread each (results do not depend on it)."""
+    from icl._core_loader import core
+
+    core.set_num_threads(1)
+
+
 def run_tasks(fn: Callable[[Any], T], tasks: Sequence[Any], *, scheduler: str | None = None, workers: int = 1,
               description: str = "tasks", quiet: bool = False) -> list[T]:
     """Apply ``fn`` to every task and return the results in task order.
@@ -57,7 +64,7 @@ def run_tasks(fn: Callable[[Any], T], tasks: Sequence[Any], *, scheduler: str | 
             return results
         if scheduler is None:
             ctx = multiprocessing.get_context("spawn")  # no fork of a threaded parent
-            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_one_thread) as pool:
                 futures = {pool.submit(fn, task): i for i, task in enumerate(tasks)}
                 for fut in cf.as_completed(futures):
                     results[futures[fut]] = fut.result()

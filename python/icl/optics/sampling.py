@@ -31,8 +31,12 @@ class Sampling:
     Parameters
     ----------
     fft_factor : float
-        FFT period divided by the support window (>= 1). Larger values push the periodic copies of
-        the far field further out and sample the pupil more finely.
+        Lower bound on the FFT period divided by the support window (>= 1): keeps the periodic
+        copies of the far field away from the support.
+    min_period_arcmin : float
+        Lower bound on the FFT period. The period sets what the discrete far field holds (its
+        unresolved tail falls as 1 / period) and, with the pupil pitch ``du = lambda / period``, how
+        finely the pupil is sampled.
     min_pupil_samples : int
         Lower bound on the pupil samples across its diameter, so that small detectors still resolve
         the 0.36 mm hole (about 29 samples across it at the default).
@@ -43,7 +47,8 @@ class Sampling:
         Largest error allowed in the pixel-integration filter's response on the intensity band.
     """
 
-    fft_factor: float = 4.0
+    fft_factor: float = 2.0
+    min_period_arcmin: float = 140.0
     min_pupil_samples: int = 256
     support_arcmin: float | None = None
     tap_tolerance: float = 1e-10
@@ -176,9 +181,10 @@ class Grid:
 def make_grid(wavelength_m: float, pitch_rad: float, pupil_diameter_m: float, support: int,
               sampling: Sampling) -> Grid:
     """Choose the FFT length for a support of ``support`` samples and derive the pupil grid."""
-    # du = lambda / (m p) <= D / min_pupil_samples bounds m from below as well.
+    # du = lambda / (m p) <= D / min_pupil_samples and m p >= min_period bound m from below as well.
     m_pupil = sampling.min_pupil_samples * wavelength_m / (pupil_diameter_m * pitch_rad)
-    m = int(core.fast_length(int(math.ceil(max(sampling.fft_factor * support, m_pupil)))))
+    m_period = sampling.min_period_arcmin * math.pi / (180 * 60) / pitch_rad
+    m = int(core.fast_length(int(math.ceil(max(sampling.fft_factor * support, m_pupil, m_period)))))
     du = wavelength_m / (m * pitch_rad)
     n = int(math.ceil(pupil_diameter_m / du)) + 2
     if n > m:
