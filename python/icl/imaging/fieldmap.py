@@ -58,7 +58,7 @@ class FieldDeviation:
     mtf_sagittal: np.ndarray
 
 
-def _fourier_shift(a: np.ndarray, sy: float, sx: float) -> np.ndarray:
+def fourier_shift(a: np.ndarray, sy: float, sx: float) -> np.ndarray:
     """Exact sub-sample translation of a periodic band-limited map by (sy, sx) samples."""
     m = a.shape[0]
     f = np.fft.fftfreq(m)
@@ -103,7 +103,7 @@ def field_deviations(pupil_at: PupilAt, fields_deg: Iterable[tuple[float, float]
         flux = float(s.sum())
         sn = s / flux
         sy, sx = best_shift(sn, axis_n)
-        moved = _fourier_shift(axis_n, sy, sx)
+        moved = fourier_shift(axis_n, sy, sx)
         otf = otf_from_samples(s, pitch_arcsec, wavelength_nm, 1.0 - pupil.blocked_fraction())
         t, sag = otf.tangential_sagittal(np.asarray(freqs_cpd, dtype=float), x, y)
         out.append(FieldDeviation(

@@ -25,6 +25,7 @@ from icl.imaging.mtf import DEFAULT_PERIOD, analytic_mtf, default_pitch_arcsec, 
 # With k = (2 pi s)^2: ln S = -k - k^2/10 - 2 k^3/105 - ..., so |S - exp(-k)| <= k^2/10 + k^3/20: the
 # stated error of the Marechal value.
 MARECHAL_K2, MARECHAL_K3 = 0.1, 0.05
+EE_DROP = 1e-14  # relative size below which encircled_energy drops a Fourier coefficient
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,11 @@ def encircled_energy(samples: np.ndarray, pitch_arcsec: float, radii_arcmin: np.
         raise ValueError(f"radii must be below half the period ({m / 2 * pitch_arcsec / 60:.3f} arcmin)")
     coeff = np.fft.fft2(np.fft.ifftshift(s))  # c_k, f in cycles per sample
     f = np.fft.fftfreq(m)
-    fx, fy = f[None, :], f[:, None]
+    fy, fx = np.meshgrid(f, f, indexing="ij")
+    # Beyond the band edge the coefficients are round-off; dropping those below EE_DROP |c_0| changes
+    # the result by at most m^2 EE_DROP |c_0| pi/4 (2e-8 of the flux at m = 1536) and saves ~10x.
+    keep = np.abs(coeff) > EE_DROP * abs(coeff[0, 0])
+    coeff, fx, fy = coeff[keep], fx[keep], fy[keep]
     rho = np.hypot(fx, fy)
     cx, cy = (v * 60.0 / pitch_arcsec for v in centre_arcmin)
     shifted = coeff * np.exp(2j * np.pi * (fx * cx + fy * cy))
