@@ -35,13 +35,15 @@ void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
             for (std::ptrdiff_t q = q_lo; q < q_hi; ++q) row[q] += t * src[q];
         }
     });
+    // Pass along x as a sum of shifted rows (axpy form): contiguous, vectorises without reordering sums.
     parallel_for(n0, [&](std::ptrdiff_t i) {
         const double* row = tmp.data() + i * w;
         double* o = out + i * n1;
-        for (std::ptrdiff_t j = 0; j < n1; ++j) {
-            double acc = 0.0;
-            for (std::ptrdiff_t b = 0; b < ntx; ++b) acc += tx[b] * row[j + b];
-            o[j] = acc;
+        std::fill(o, o + n1, 0.0);
+        for (std::ptrdiff_t b = 0; b < ntx; ++b) {
+            const double t = tx[b];
+            const double* src = row + b;
+            for (std::ptrdiff_t j = 0; j < n1; ++j) o[j] += t * src[j];
         }
     });
 }
