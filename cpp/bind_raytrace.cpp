@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -27,12 +26,6 @@ std::array<double, K> get_fixed(const double (&a)[K]) {
 template <std::size_t K>
 void set_fixed(double (&a)[K], const std::array<double, K>& v) {
     std::copy(v.begin(), v.end(), a);
-}
-
-darray copy_of(const darray& a) {
-    darray out(a.size());
-    std::memcpy(out.mutable_data(), a.data(), sizeof(double) * static_cast<std::size_t>(a.size()));
-    return out;
 }
 
 }  // namespace
@@ -97,16 +90,19 @@ void register_raytrace(py::module_& m) {
         for (const darray* a : {&y, &z, &l, &mm, &n, &opl, &w})
             if (a->size() != cnt) throw std::invalid_argument("trace_rays: ray arrays must have equal length");
         if (flags.size() != cnt) throw std::invalid_argument("trace_rays: flags must match the ray arrays");
-        std::array<darray, 8> o{copy_of(x), copy_of(y), copy_of(z), copy_of(l), copy_of(mm), copy_of(n),
-                                copy_of(opl), copy_of(w)};
-        uarray f(cnt);
-        std::memcpy(f.mutable_data(), flags.data(), sizeof(std::uint32_t) * static_cast<std::size_t>(cnt));
-        rt::Rays r{o[0].mutable_data(), o[1].mutable_data(), o[2].mutable_data(), o[3].mutable_data(),
-                   o[4].mutable_data(), o[5].mutable_data(), o[6].mutable_data(), o[7].mutable_data(),
-                   f.mutable_data(), static_cast<std::ptrdiff_t>(cnt)};
+        // New output arrays; the kernel reads the inputs and writes the outputs block by block (no copy pass).
+        const auto c = static_cast<py::ssize_t>(cnt);
+        std::array<darray, 8> o{darray(c), darray(c), darray(c), darray(c), darray(c), darray(c), darray(c),
+                                darray(c)};
+        uarray f(c);
+        const rt::ConstRays in{x.data(), y.data(), z.data(), l.data(), mm.data(), n.data(), opl.data(), w.data(),
+                               flags.data(), static_cast<std::ptrdiff_t>(cnt)};
+        const rt::Rays out{o[0].mutable_data(), o[1].mutable_data(), o[2].mutable_data(), o[3].mutable_data(),
+                           o[4].mutable_data(), o[5].mutable_data(), o[6].mutable_data(), o[7].mutable_data(),
+                           f.mutable_data(), static_cast<std::ptrdiff_t>(cnt)};
         {
             py::gil_scoped_release nogil;
-            rt::trace(surfaces.data(), static_cast<std::ptrdiff_t>(surfaces.size()), opt, r);
+            rt::trace(surfaces.data(), static_cast<std::ptrdiff_t>(surfaces.size()), opt, in, out);
         }
         return py::make_tuple(o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], f);
     }, py::arg("surfaces"), py::arg("options"), py::arg("x"), py::arg("y"), py::arg("z"), py::arg("l"),

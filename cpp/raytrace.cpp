@@ -80,7 +80,7 @@ ICL_RT_INLINE void pass_plane_distance(Block& b) {
     for (int i = 0; i < kBlock; ++i) {
         const double t = -b.lz[i] / b.ln[i];
         b.t[i] = t;
-        b.stop[i] = finite(t) ? 0 : missed;
+        b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
     }
 }
 
@@ -97,7 +97,7 @@ ICL_RT_INLINE void pass_conic_distance(const Surface& s, Block& b) {
         const double denom = -bh + std::copysign(std::sqrt(std::max(disc, 0.0)), -bh);
         const double t = ((disc < 0.0) | (denom == 0.0)) ? kNan : cc / denom;
         b.t[i] = t;
-        b.stop[i] = finite(t) ? 0 : missed;
+        b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
     }
 }
 
@@ -144,7 +144,7 @@ ICL_RT_INLINE void pass_newton(const Surface& s, const Options& o, Block& b) {
     }
     for (int i = 0; i < kBlock; ++i) {
         const bool fin = finite(b.t[i]);
-        b.stop[i] = b.converged[i] ? (fin ? 0 : missed) : (fin ? no_converge : missed);
+        b.stop[i] = b.converged[i] ? (fin ? Mask(0) : Mask(missed)) : (fin ? Mask(no_converge) : Mask(missed));
     }
 }
 
@@ -328,17 +328,17 @@ void fresnel(double n1, double n2, const double* ci, std::ptrdiff_t count, doubl
     }
 }
 
-void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, Rays r) {
-    const std::ptrdiff_t n_blocks = (r.count + kBlock - 1) / kBlock;
+void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, ConstRays in, Rays out) {
+    const std::ptrdiff_t n_blocks = (in.count + kBlock - 1) / kBlock;
     icl::parallel_for(n_blocks, [&](std::ptrdiff_t blk) {
         const std::ptrdiff_t lo = blk * kBlock;
-        const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, r.count - lo));
+        const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, in.count - lo));
         Block b;
-        for (int i = 0; i < cnt; ++i) {
-            b.x[i] = r.x[lo + i]; b.y[i] = r.y[lo + i]; b.z[i] = r.z[lo + i];
-            b.l[i] = r.l[lo + i]; b.m[i] = r.m[lo + i]; b.n[i] = r.n[lo + i];
-            b.opl[i] = r.opl[lo + i]; b.w[i] = r.w[lo + i]; b.flags[i] = r.flags[lo + i];
-        }
+        // One array at a time: contiguous copies (the arrays may alias, in == out is allowed).
+        std::copy_n(in.x + lo, cnt, b.x); std::copy_n(in.y + lo, cnt, b.y); std::copy_n(in.z + lo, cnt, b.z);
+        std::copy_n(in.l + lo, cnt, b.l); std::copy_n(in.m + lo, cnt, b.m); std::copy_n(in.n + lo, cnt, b.n);
+        std::copy_n(in.opl + lo, cnt, b.opl); std::copy_n(in.w + lo, cnt, b.w);
+        std::copy_n(in.flags + lo, cnt, b.flags);
         // Padding rays of the last block: a fixed valid state, flagged so that nothing is committed.
         for (int i = cnt; i < kBlock; ++i) {
             b.x[i] = b.y[i] = b.z[i] = b.l[i] = b.m[i] = b.opl[i] = 0.0;
@@ -346,13 +346,16 @@ void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& op
             b.flags[i] = missed;
         }
         trace_block(surfaces, n_surfaces, opt, b);
-        for (int i = 0; i < cnt; ++i) {
-            r.x[lo + i] = b.x[i]; r.y[lo + i] = b.y[i]; r.z[lo + i] = b.z[i];
-            r.l[lo + i] = b.l[i]; r.m[lo + i] = b.m[i]; r.n[lo + i] = b.n[i];
-            r.opl[lo + i] = b.opl[i]; r.w[lo + i] = b.w[i];
-            r.flags[lo + i] = static_cast<std::uint32_t>(b.flags[i]);
-        }
+        std::copy_n(b.x, cnt, out.x + lo); std::copy_n(b.y, cnt, out.y + lo); std::copy_n(b.z, cnt, out.z + lo);
+        std::copy_n(b.l, cnt, out.l + lo); std::copy_n(b.m, cnt, out.m + lo); std::copy_n(b.n, cnt, out.n + lo);
+        std::copy_n(b.opl, cnt, out.opl + lo); std::copy_n(b.w, cnt, out.w + lo);
+        std::copy_n(b.flags, cnt, out.flags + lo);  // every flag fits in 32 bits
     });
+}
+
+void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, Rays rays) {
+    const ConstRays in{rays.x, rays.y, rays.z, rays.l, rays.m, rays.n, rays.opl, rays.w, rays.flags, rays.count};
+    trace(surfaces, n_surfaces, opt, in, rays);
 }
 
 }  // namespace icl::rt

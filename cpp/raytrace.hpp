@@ -1,7 +1,7 @@
 // Sequential ray tracing through placed plane, conic and even-asphere surfaces.
 //
 // Units: millimetres for lengths, optical path in millimetres (index x length). Rays are held as a
-// structure of arrays so that the per-surface loop over rays is contiguous and vectorisable.
+// structure of arrays, traced in blocks whose per-surface loops over rays vectorise.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -52,14 +52,23 @@ struct Rays {
     std::uint32_t* flags;
     std::ptrdiff_t count;
 };
+struct ConstRays {
+    const double *x, *y, *z, *l, *m, *n, *opl, *w;
+    const std::uint32_t* flags;
+    std::ptrdiff_t count;
+};
 
 // Unpolarised Fresnel coefficients for incidence cosine ci from index n1 into n2 (ci in [0, 1]).
 // Outputs amplitude rs, rp, ts, tp and energy R, T (T from the amplitudes, so R + T = 1 is a check).
 void fresnel(double n1, double n2, const double* ci, std::ptrdiff_t count, double* rs, double* rp, double* ts,
              double* tp, double* r_energy, double* t_energy);
 
-// Trace every alive ray through the surfaces in order. Rays are processed in fixed blocks in parallel;
-// the arithmetic of a ray does not depend on the thread count.
+// Trace every alive ray of `in` through the surfaces in order and write the result to `out` (same count; `out`
+// may be `in`). Rays are processed in fixed blocks of 256 in parallel, each block as vectorised passes over
+// its rays (cpp/raytrace.cpp); the arithmetic of a ray is that of the scalar definition, operation by
+// operation, so results depend neither on the thread count nor on the instruction set.
+void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, ConstRays in, Rays out);
+// In place.
 void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, Rays rays);
 
 }  // namespace icl::rt
