@@ -202,12 +202,12 @@ def place_image(samples: np.ndarray, source: Source, scene: Scene, band: float, 
     Same contract as :func:`icl.optics.render.place` (the caller multiplies by the flux); the
     convolution is linear and zero-padded, and nothing is renormalised.
     """
+    from icl.optics.render import pixel_offsets
+
     det = scene.detector
     n = det.n
     s = samples.shape[0]
-    step = det.pitch_arcsec / 60.0
-    base_x = -(n - 1) / 2.0 - source.x_arcmin / step
-    base_y = -(n - 1) / 2.0 - source.y_arcmin / step
+    base_y, base_x = pixel_offsets(source, det)
     fx, fy = math.floor(base_x), math.floor(base_y)
     image = source.extent.image
     kern, ky, kx = image_kernel(image, base_y - fy, base_x - fx, image.pitch_arcsec / det.pitch_arcsec,

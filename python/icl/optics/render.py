@@ -11,7 +11,7 @@ import numpy as np
 
 from icl._core_loader import core
 from icl import fftw  # noqa: F401  (honours ICL_FFTW_MEASURE)
-from icl.optics.model import ARCSEC, Scene, Source
+from icl.optics.model import ARCSEC, Detector, Scene, Source
 from icl.optics.sampling import (
     COARSE_BAND,
     MAX_BAND,
@@ -141,6 +141,16 @@ class RenderResult:
         return {k: float(sum(led[k] for led in self.ledgers)) for k in keys}
 
 
+def pixel_offsets(source: Source, detector: Detector) -> tuple[float, float]:
+    """Position of pixel (0, 0) relative to the source, in pixels: ``(base_y, base_x)``.
+
+    Pixel (i, j) lies at ``(i + base_y, j + base_x)`` pixels from the source.
+    """
+    step = detector.pitch_arcsec / 60.0
+    half = (detector.n - 1) / 2.0
+    return -half - source.y_arcmin / step, -half - source.x_arcmin / step
+
+
 def place(samples: np.ndarray, source: Source, scene: Scene, band: float, sampling: Sampling, q: int = 1) -> np.ndarray:
     """Integrate the band-limited intensity over each detector pixel at the source's exact position.
 
@@ -152,8 +162,7 @@ def place(samples: np.ndarray, source: Source, scene: Scene, band: float, sampli
     n = det.n
     s = samples.shape[0]
     step = det.pitch_arcsec / 60.0
-    base_x = -(n - 1) / 2.0 - source.x_arcmin / step
-    base_y = -(n - 1) / 2.0 - source.y_arcmin / step
+    base_y, base_x = pixel_offsets(source, det)
     tol = sampling.tap_tolerance
     if source.extent.kind == "image":
         from icl.imaging.scene_image import place_image
