@@ -2,7 +2,7 @@
 
 Halo: the reference scores 100 on every condition; a uniformly scaled-up answer never scores above it and
 scores lower the more it is scaled. Patient: a report predicted by itself scores 100; IoU, the Chamfer
-distance and a report's score with prediction and reference exchanged are symmetric. Contest: a perfect
+distance, and a report's IoU and F with prediction and reference exchanged are symmetric. Contest: a perfect
 ranking gives every item area 1; the harmonic mean is symmetric in the three items and lies between them.
 """
 
@@ -96,15 +96,16 @@ def test_patient_iou_and_chamfer_are_symmetric(a, b):
 @FAST
 @given(feature_lists, feature_lists)
 def test_patient_score_with_roles_exchanged_is_symmetric(fa, fb):
-    # Both present with certainty: Brier is 0 either way, and IoU, matching, C and F are symmetric.
+    # Both present with certainty: Brier is 0 either way; the union IoU, the number of matched pairs and
+    # F are symmetric. (C is not asserted: among pairings of equal total IoU, e.g. all at IoU 0, the
+    # assignment solver's choice depends on feature order, and with it the Chamfer term.)
     assume(fa and fb)
     ra, rb = record(fa), record(fb)
     ab = score_report(_as_prediction(ra), rb, MASKS)
     ba = score_report(_as_prediction(rb), ra, MASKS)
+    assert ab["brier"] == ba["brier"] == 0.0
     for k in ("iou", "F", "matched"):
         assert ab[k] == ba[k], k
-    assert ab["C"] == pytest.approx(ba["C"], rel=1e-12, abs=1e-15)
-    assert ab["S"] == pytest.approx(ba["S"], rel=1e-12)
 
 
 # --- contest -------------------------------------------------------------------------------------------
