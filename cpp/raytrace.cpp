@@ -58,44 +58,37 @@ struct SagConst {
           b4(2.0 * s.a4), b6(3.0 * s.a6), b8(4.0 * s.a8) {}
 };
 
-// Into the surface frame: p_local = rot (p - origin), d_local = rot d.
-ICL_RT_INLINE void pass_local(const Surface& s, Block& b) {
+// Into the surface frame, p_local = rot (p - origin), d_local = rot d, and the distance along the ray to the
+// surface: the vertex plane for a plane (or a conic with c = 0), otherwise the exact conic root nearest the
+// vertex, t = cc / (-bh + sign(-bh) sqrt(disc)) (free of cancellation), NaN (missed) when the discriminant is
+// negative or the denominator vanishes.
+template <bool Conic>
+ICL_RT_INLINE void pass_distance(const Surface& s, Block& b) {
     double R[9];  // a local copy: stores to the block cannot alias it, so it stays in registers
     std::copy(s.rot, s.rot + 9, R);
     const double o0 = s.origin[0], o1 = s.origin[1], o2 = s.origin[2];
+    const double c = s.c, ck = s.c * (1.0 + s.k);
     for (int i = 0; i < kBlock; ++i) {
         const double px = b.x[i] - o0, py = b.y[i] - o1, pz = b.z[i] - o2;
         const double L = b.l[i], M = b.m[i], N = b.n[i];
-        b.lx[i] = R[0] * px + R[1] * py + R[2] * pz;
-        b.ly[i] = R[3] * px + R[4] * py + R[5] * pz;
-        b.lz[i] = R[6] * px + R[7] * py + R[8] * pz;
-        b.ll[i] = R[0] * L + R[1] * M + R[2] * N;
-        b.lm[i] = R[3] * L + R[4] * M + R[5] * N;
-        b.ln[i] = R[6] * L + R[7] * M + R[8] * N;
-    }
-}
-
-// Distance to the vertex plane (plane, or a conic with c = 0).
-ICL_RT_INLINE void pass_plane_distance(Block& b) {
-    for (int i = 0; i < kBlock; ++i) {
-        const double t = -b.lz[i] / b.ln[i];
-        b.t[i] = t;
-        b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
-    }
-}
-
-// Exact conic root nearest the vertex, t = cc / (-bh + sign(-bh) sqrt(disc)) (free of cancellation);
-// NaN (missed) when the discriminant is negative or the denominator vanishes.
-ICL_RT_INLINE void pass_conic_distance(const Surface& s, Block& b) {
-    const double c = s.c, ck = s.c * (1.0 + s.k);
-    for (int i = 0; i < kBlock; ++i) {
-        const double x = b.lx[i], y = b.ly[i], z = b.lz[i], l = b.ll[i], m = b.lm[i], n = b.ln[i];
-        const double a = c * (l * l + m * m) + ck * n * n;
-        const double bh = c * (x * l + y * m) + ck * z * n - n;
-        const double cc = c * (x * x + y * y) + ck * z * z - 2.0 * z;
-        const double disc = bh * bh - a * cc;
-        const double denom = -bh + std::copysign(std::sqrt(std::max(disc, 0.0)), -bh);
-        const double t = ((disc < 0.0) | (denom == 0.0)) ? kNan : cc / denom;
+        const double x = R[0] * px + R[1] * py + R[2] * pz;
+        const double y = R[3] * px + R[4] * py + R[5] * pz;
+        const double z = R[6] * px + R[7] * py + R[8] * pz;
+        const double l = R[0] * L + R[1] * M + R[2] * N;
+        const double m = R[3] * L + R[4] * M + R[5] * N;
+        const double n = R[6] * L + R[7] * M + R[8] * N;
+        b.lx[i] = x; b.ly[i] = y; b.lz[i] = z; b.ll[i] = l; b.lm[i] = m; b.ln[i] = n;
+        double t;
+        if constexpr (Conic) {
+            const double a = c * (l * l + m * m) + ck * n * n;
+            const double bh = c * (x * l + y * m) + ck * z * n - n;
+            const double cc = c * (x * x + y * y) + ck * z * z - 2.0 * z;
+            const double disc = bh * bh - a * cc;
+            const double denom = -bh + std::copysign(std::sqrt(std::max(disc, 0.0)), -bh);
+            t = ((disc < 0.0) | (denom == 0.0)) ? kNan : cc / denom;
+        } else {
+            t = -z / n;
+        }
         b.t[i] = t;
         b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
     }
@@ -288,11 +281,10 @@ ICL_RT_INLINE void pass_commit(const Surface& s, Block& b) {
 ICL_RT_CLONES void trace_block(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& o, Block& b) {
     for (std::ptrdiff_t k = 0; k < n_surfaces; ++k) {
         const Surface& s = surfaces[k];
-        pass_local(s, b);
         if (s.kind == Kind::plane || s.c == 0.0)
-            pass_plane_distance(b);
+            pass_distance<false>(s, b);
         else
-            pass_conic_distance(s, b);
+            pass_distance<true>(s, b);
         if (s.kind == Kind::asphere) pass_newton(s, o, b);
         if (o.apertures && s.wall_side != 0) pass_wall(s, b);
         switch (s.kind) {
