@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from icl.pro.baselines.runner import run
 from icl.pro.cli import pro_baselines
 from icl.pro.evaluate import build_inputs, evaluate, input_sets, run_sets, select_instances
@@ -35,7 +34,9 @@ def test_baselines_spread(release, tmp_path):
     totals = {}
     for s in ("constant", "ignores_hole"):
         run(s, sub / "all", tmp_path / s)
-        totals[s] = score_submission(release, [tmp_path / s], s, instances=ids, bootstrap_n=20)["professional_score"]
+        totals[s] = score_submission(release, [tmp_path / s], s, instances=ids, bootstrap_n=20)[
+            "professional_score"
+        ]
     # Only 5 of 36 templates are generated here (maximum reachable total about 14); the constant PSF
     # earns only F03's repeat and manifest checks (2 of 3 in one of six F templates: 10 x 2/3 / 6 = 1.11).
     assert totals["constant"] == pytest.approx(10 / 9) and totals["ignores_hole"] > 5.0
@@ -53,8 +54,11 @@ def test_baseline_folders(tmp_path):
 
 def test_input_sets_separate_interventions():
     sets = input_sets(["A01-04", "C05-04", "D02-04", "D02-05", "D04-04"])
-    assert sets == {"base": ["A01-04", "C05-04"], "intervention-D02": ["D02-04", "D02-05"],
-                    "intervention-D04": ["D04-04"]}
+    assert sets == {
+        "base": ["A01-04", "C05-04"],
+        "intervention-D02": ["D02-04", "D02-05"],
+        "intervention-D04": ["D04-04"],
+    }
 
 
 def test_baseline_through_harness_matches_direct_run(release, tmp_path):
@@ -65,8 +69,10 @@ def test_baseline_through_harness_matches_direct_run(release, tmp_path):
     (s,) = evaluate(release, [sub], tmp_path / "work", runs=1, instances=ids, bootstrap_n=20, progress=False)
     det = s["run_details"][0]
     assert s["gates"]["G3"]["pass"] is True and s["completion_rate"] == 1.0
-    assert det["cost"]["sets"] == 2 and det["cost"]["wall_s"] > 0 and det["cost"]["peak_rss_bytes"] > 10 * 2**20
-    # The sandboxed run gives the same scores as running the strategy in this process (same code, same inputs).
+    assert (
+        det["cost"]["sets"] == 2 and det["cost"]["wall_s"] > 0 and det["cost"]["peak_rss_bytes"] > 10 * 2**20
+    )
+    # The sandboxed run scores the same as running the strategy in this process (same code, same inputs).
     build_inputs(release, {"all": ids}, tmp_path / "direct_in")
     run("ignores_hole", tmp_path / "direct_in" / "all", tmp_path / "direct")
     direct = score_run(release, tmp_path / "direct", instances=ids)
@@ -114,7 +120,9 @@ def test_hostile_submission_is_blocked_and_scores_zero(release, tmp_path, net):
     inputs = build_inputs(release, sets, tmp_path / "in")
     sub = _cheat(tmp_path / "cheat", release / "private", net)
     # Control: outside the sandbox the cheat works and earns the full PSF check; the test can fail.
-    subprocess.run([sys.executable, str(sub / "run"), str(inputs["base"]), str(tmp_path / "free")], check=True)
+    subprocess.run(
+        [sys.executable, str(sub / "run"), str(inputs["base"]), str(tmp_path / "free")], check=True
+    )
     free = {c["check"]: c["score"] for c in score_run(release, tmp_path / "free", instances=ids)["checks"]}
     assert free["C05.1"] == 1.0
     doc = run_sets(sub, inputs, sets, tmp_path / "run0", tree_sha256(sub), cpus=1, memory="1G", timeout_s=60)
@@ -127,7 +135,10 @@ def test_hostile_submission_is_blocked_and_scores_zero(release, tmp_path, net):
         assert all(c["reason"].startswith("harness run not ok: network") for c in r["checks"])
         assert r["gates"]["G3"]["pass"] is False and r["completion_rate"] == 0.0
     else:
-        assert rec["ok"] is True and "refused" in (tmp_path / "run0" / "logs" / "base" / "stderr.log").read_text()
+        assert (
+            rec["ok"] is True
+            and "refused" in (tmp_path / "run0" / "logs" / "base" / "stderr.log").read_text()
+        )
         assert r["gates"]["G3"]["pass"] is True
 
 

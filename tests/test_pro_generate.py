@@ -2,10 +2,9 @@ import math
 
 import numpy as np
 import pytest
-
 from icl.pro import references as ref
 from icl.pro.catalog import load_catalog
-from icl.pro.generate import generate, plan
+from icl.pro.generate import plan
 from icl.pro.splits import SplitLeakageError, check_leakage
 
 
@@ -25,9 +24,13 @@ def test_leaked_split_fails_loudly():
 
 
 def test_paraxial_navarro_anchor():
-    # Escudero-Sanz & Navarro eye: about 60.4 D and emmetropic at 24.0 mm (tolerance: 0.05 D, the B01 tolerance).
-    s = [ref.Surface(0, 7.72, 1.376), ref.Surface(0.55, 6.5, 1.3374), ref.Surface(3.6, 10.2, 1.42),
-         ref.Surface(7.6, -6.0, 1.336)]
+    # Escudero-Sanz & Navarro eye: about 60.4 D, emmetropic at 24.0 mm (tolerance: 0.05 D, the B01 tolerance).
+    s = [
+        ref.Surface(0, 7.72, 1.376),
+        ref.Surface(0.55, 6.5, 1.3374),
+        ref.Surface(3.6, 10.2, 1.42),
+        ref.Surface(7.6, -6.0, 1.336),
+    ]
     assert ref.equivalent_power_d(s) == pytest.approx(60.416, abs=0.01)
     assert abs(ref.ocular_refraction_d(s, 24.0)) < 0.05
 
@@ -42,10 +45,9 @@ def test_reference_physics():
     assert ref.encircled_energy_airy_first_dark() == pytest.approx(0.8378, abs=1e-4)
     # Exact ray at small height tends to the paraxial focus.
     assert abs(ref.longitudinal_sa(7.72, -0.26, 1.376, 0.01)) < 1e-5
-    # Exact first bright ring j_{2,1}/pi = 1.63472 lambda/D: 0.965895 arcmin (0.9661 comes from the rounded 1.635).
+    # First bright ring j_{2,1}/pi = 1.63472 lambda/D: 0.965895 arcmin (0.9661 comes from the rounded 1.635).
     assert ref.airy_radius_arcmin(ref.AIRY_BRIGHT, 550, 3.2) == pytest.approx(0.965895, abs=1e-6)
     assert math.isclose(ref.fresnel_r(1.0, 1.5), 0.04)
-
 
 
 def _tree(root):
@@ -59,7 +61,6 @@ SMALL = ["--per-template", "4", "--seed", "5", "--only", "C05", "--only", "E01"]
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
     from click.testing import CliRunner
-
     from icl.pro.cli import pro_generate
 
     out = tmp_path_factory.mktemp("serial")
@@ -68,12 +69,17 @@ def serial(tmp_path_factory):
     return _tree(out)
 
 
-@pytest.mark.parametrize("mode", [[], ["--workers", "2"],
-                                  pytest.param(["--scheduler", "local", "--workers", "2"], marks=pytest.mark.slow)],
-                         ids=["serial_again", "pool", "local_cluster"])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        [],
+        ["--workers", "2"],
+        pytest.param(["--scheduler", "local", "--workers", "2"], marks=pytest.mark.slow),
+    ],
+    ids=["serial_again", "pool", "local_cluster"],
+)
 def test_generation_is_bit_identical(serial, tmp_path, mode):
     from click.testing import CliRunner
-
     from icl.pro.cli import pro_generate
 
     res = CliRunner().invoke(pro_generate, ["--output", str(tmp_path / "again"), *SMALL, *mode])

@@ -42,6 +42,7 @@ def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRAT
     -------
     list of Path
         The submission folders, in ``strategies`` order.
+
     """
     import icl
     from icl import _core
@@ -56,20 +57,35 @@ def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRAT
         d = Path(output) / s
         if d.exists():
             shutil.rmtree(d)
-        shutil.copytree(pkg_dir, d / "source" / "icl", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_core*.so"))
+        shutil.copytree(
+            pkg_dir, d / "source" / "icl", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_core*.so")
+        )
         shutil.copy2(core, d / "source" / "icl" / core.name)
-        script = ("#!/bin/sh\n# Baseline submission: the vendored icl package, one fixed strategy.\n"
-                  'PYTHONPATH="/submission/source${PYTHONPATH:+:$PYTHONPATH}" export PYTHONPATH\n'
-                  f'exec python3 -m icl.pro.baselines.runner {s} "$1" "$2"\n')
+        script = (
+            "#!/bin/sh\n# Baseline submission: the vendored icl package, one fixed strategy.\n"
+            'PYTHONPATH="/submission/source${PYTHONPATH:+:$PYTHONPATH}" export PYTHONPATH\n'
+            f'exec python3 -m icl.pro.baselines.runner {s} "$1" "$2"\n'
+        )
         (d / "run").write_text(script, encoding="utf-8")
-        write_json(d / "manifest.json", {
-            "format": "icl-pro-submission/1",
-            "model": {"name": f"baseline-{s}", "version": version, "description": f"baseline strategy {s}"},
-            "tools": [{"name": "icl-bench", "version": version, "source": "vendored"}],
-            "versions": {"submission": version}, "dependencies": [{"name": "numpy", "version": _dist("numpy")},
-                                                                  {"name": "scipy", "version": _dist("scipy")}],
-            "random_seeds": {},
-            "compute_budget": {"cpus": 1, "memory_gb": 2, "build_minutes": 0, "run_minutes_per_case": 1}})
+        write_json(
+            d / "manifest.json",
+            {
+                "format": "icl-pro-submission/1",
+                "model": {
+                    "name": f"baseline-{s}",
+                    "version": version,
+                    "description": f"baseline strategy {s}",
+                },
+                "tools": [{"name": "icl-bench", "version": version, "source": "vendored"}],
+                "versions": {"submission": version},
+                "dependencies": [
+                    {"name": "numpy", "version": _dist("numpy")},
+                    {"name": "scipy", "version": _dist("scipy")},
+                ],
+                "random_seeds": {},
+                "compute_budget": {"cpus": 1, "memory_gb": 2, "build_minutes": 0, "run_minutes_per_case": 1},
+            },
+        )
         _world_readable(d)
         folders.append(d)
     return folders
@@ -83,7 +99,7 @@ def _dist(name: str) -> str:
 
 def _world_readable(root: Path) -> None:
     """Make a tree readable (and folders and executables enterable) by the sandbox's unprivileged uid."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             p = Path(dirpath) / name
@@ -93,7 +109,7 @@ def _world_readable(root: Path) -> None:
 
 
 def select_instances(release: str | os.PathLike, per_template: int, split: str = "test") -> list[str]:
-    """The first ``per_template`` instances of every template in ``split`` (sorted ids)."""
+    """Return the first ``per_template`` instances of every template in ``split`` (sorted ids)."""
     rows = load_json(Path(release) / "private" / "splits.json")["instances"]
     by_t: dict[str, list[str]] = {}
     for r in sorted(rows, key=lambda r: r["id"]):
@@ -103,7 +119,7 @@ def select_instances(release: str | os.PathLike, per_template: int, split: str =
 
 
 def input_sets(instances: Sequence[str]) -> dict[str, list[str]]:
-    """``base`` (cold start: every non-D instance), then one hidden-intervention set per D template."""
+    """Group instances: ``base`` (cold start: all but group D), one hidden-intervention set per D template."""
     sets: dict[str, list[str]] = {BASE_SET: [i for i in instances if not i.startswith("D")]}
     for iid in instances:
         if iid.startswith("D"):
@@ -111,8 +127,9 @@ def input_sets(instances: Sequence[str]) -> dict[str, list[str]]:
     return {k: v for k, v in sets.items() if v}
 
 
-def build_inputs(release: str | os.PathLike, sets: dict[str, list[str]], folder: str | os.PathLike,
-                 split: str = "test") -> dict[str, Path]:
+def build_inputs(
+    release: str | os.PathLike, sets: dict[str, list[str]], folder: str | os.PathLike, split: str = "test"
+) -> dict[str, Path]:
     """Copy each set's instance folders into ``folder/<set>/`` (no links: the sandbox sees only copies)."""
     folder = Path(folder)
     out = {}
@@ -128,9 +145,18 @@ def build_inputs(release: str | os.PathLike, sets: dict[str, list[str]], folder:
     return out
 
 
-def run_sets(submission: str | os.PathLike, inputs: dict[str, Path], sets: dict[str, list[str]],
-             run_dir: str | os.PathLike, frozen_hash: str, *, cpus: int = 4, memory: str = "8G",
-             timeout_s: float = 1200.0, mechanism: str | None = None) -> dict[str, Any]:
+def run_sets(
+    submission: str | os.PathLike,
+    inputs: dict[str, Path],
+    sets: dict[str, list[str]],
+    run_dir: str | os.PathLike,
+    frozen_hash: str,
+    *,
+    cpus: int = 4,
+    memory: str = "8G",
+    timeout_s: float = 1200.0,
+    mechanism: str | None = None,
+) -> dict[str, Any]:
     """Run a frozen submission once on every input set; write and return ``run_dir/sets.json``."""
     from icl.pro.harness import run_submission
 
@@ -140,25 +166,50 @@ def run_sets(submission: str | os.PathLike, inputs: dict[str, Path], sets: dict[
     run_dir.mkdir(parents=True)
     rows = []
     for name, ids in sets.items():
-        rec = run_submission(submission, inputs[name], run_dir / name, cpus=cpus, memory=memory, timeout_s=timeout_s,
-                             frozen_hash=frozen_hash, logs_dir=run_dir / "logs" / name, mechanism=mechanism)
+        rec = run_submission(
+            submission,
+            inputs[name],
+            run_dir / name,
+            cpus=cpus,
+            memory=memory,
+            timeout_s=timeout_s,
+            frozen_hash=frozen_hash,
+            logs_dir=run_dir / "logs" / name,
+            mechanism=mechanism,
+        )
         rows.append({"set": name, "instances": list(ids), "output": name, "record": rec.to_dict()})
-    doc = {"format": "icl-pro-run-sets/1", "submission": str(Path(submission).resolve()), "frozen_sha256": frozen_hash,
-           "sets": rows}
+    doc = {
+        "format": "icl-pro-run-sets/1",
+        "submission": str(Path(submission).resolve()),
+        "frozen_sha256": frozen_hash,
+        "sets": rows,
+    }
     write_json(run_dir / "sets.json", doc)
     return doc
 
 
-def evaluate(release: str | os.PathLike, submissions: Sequence[str | os.PathLike], work: str | os.PathLike, *,
-             per_template: int = 4, runs: int = 3, cpus: int = 4, memory: str = "8G", timeout_s: float = 1200.0,
-             bootstrap_n: int = 2000, mechanism: str | None = None, instances: Sequence[str] | None = None,
-             progress: bool = True) -> list[dict]:
+def evaluate(
+    release: str | os.PathLike,
+    submissions: Sequence[str | os.PathLike],
+    work: str | os.PathLike,
+    *,
+    per_template: int = 4,
+    runs: int = 3,
+    cpus: int = 4,
+    memory: str = "8G",
+    timeout_s: float = 1200.0,
+    bootstrap_n: int = 2000,
+    mechanism: str | None = None,
+    instances: Sequence[str] | None = None,
+    progress: bool = True,
+) -> list[dict]:
     """Freeze, run ``runs`` times through the harness, and score every submission.
 
     Returns
     -------
     list of dict
         One :func:`icl.pro.score.score_submission` result per submission, with its cost.
+
     """
     from icl.pro.harness import tree_sha256
     from icl.pro.score import score_submission
@@ -176,7 +227,17 @@ def evaluate(release: str | os.PathLike, submissions: Sequence[str | os.PathLike
             if progress:
                 print(f"{sub.name}: run {k + 1} of {runs} ({len(sets)} input sets)", flush=True)
             d = work / sub.name / f"run{k}"
-            run_sets(sub, inputs, sets, d, frozen, cpus=cpus, memory=memory, timeout_s=timeout_s, mechanism=mechanism)
+            run_sets(
+                sub,
+                inputs,
+                sets,
+                d,
+                frozen,
+                cpus=cpus,
+                memory=memory,
+                timeout_s=timeout_s,
+                mechanism=mechanism,
+            )
             dirs.append(d)
         results.append(score_submission(release, dirs, sub.name, instances=ids, bootstrap_n=bootstrap_n))
     return results

@@ -32,7 +32,7 @@ ENGINE = "icl.eye (thick sequential eye: traced paths lens/hole/edge) + icl.opti
 
 
 def thick_eye(pkg: dict):
-    """The package's eye and implant as :mod:`icl.eye` objects (constant indices, no dispersion)."""
+    """Build the package's eye and implant as :mod:`icl.eye` objects (constant indices, no dispersion)."""
     from icl.eye.media import Medium
     from icl.eye.model import Eye, Implant
     from icl.eye.trace import Surface
@@ -41,25 +41,45 @@ def thick_eye(pkg: dict):
     acd, t_lens = v("eye.anterior_chamber_depth"), v("eye.lens_thickness")
     aqueous = Medium("aqueous_package", constant=v("eye.aqueous_index"))
     surfaces = (
-        (Surface("cornea_front", v("eye.cornea_anterior_radius"), v("eye.cornea_anterior_conic"), offset=0.0),
-         Medium("cornea_package", constant=v("eye.cornea_index"))),
-        (Surface("cornea_back", v("eye.cornea_posterior_radius"), 0.0, offset=v("eye.cornea_thickness")), aqueous),
-        (Surface("lens_front", v("eye.lens_anterior_radius"), 0.0, offset=acd),
-         Medium("lens_package", constant=v("eye.lens_index"))),
-        (Surface("lens_back", v("eye.lens_posterior_radius"), 0.0, offset=acd + t_lens),
-         Medium("vitreous_package", constant=v("eye.vitreous_index"))),
+        (
+            Surface(
+                "cornea_front", v("eye.cornea_anterior_radius"), v("eye.cornea_anterior_conic"), offset=0.0
+            ),
+            Medium("cornea_package", constant=v("eye.cornea_index")),
+        ),
+        (
+            Surface("cornea_back", v("eye.cornea_posterior_radius"), 0.0, offset=v("eye.cornea_thickness")),
+            aqueous,
+        ),
+        (
+            Surface("lens_front", v("eye.lens_anterior_radius"), 0.0, offset=acd),
+            Medium("lens_package", constant=v("eye.lens_index")),
+        ),
+        (
+            Surface("lens_back", v("eye.lens_posterior_radius"), 0.0, offset=acd + t_lens),
+            Medium("vitreous_package", constant=v("eye.vitreous_index")),
+        ),
     )
-    eye = Eye(surfaces, retina_z=v("eye.axial_length"), stop_z=acd, pupil_diameter_mm=v("eye.pupil_diameter"),
-              name="pro_package_eye")
+    eye = Eye(
+        surfaces,
+        retina_z=v("eye.axial_length"),
+        stop_z=acd,
+        pupil_diameter_mm=v("eye.pupil_diameter"),
+        name="pro_package_eye",
+    )
     t = v("implant.central_thickness")
     model = v("implant.hole_model")
-    implant = Implant(Surface("icl_front", v("implant.anterior_radius"), 0.0, offset=-t),
-                      Surface("icl_back", v("implant.posterior_radius"), 0.0, offset=0.0), t,
-                      Medium("collamer_synthetic", constant=v("implant.index")),
-                      optic_zone_mm=v("implant.optic_zone_diameter"),
-                      hole_mm=0.0 if model in ("solid", "index_matched") else v("implant.hole_diameter"),
-                      decentre_mm=(v("implant.decentre_x"), v("implant.decentre_y")), vault_mm=v("implant.vault"),
-                      hole_medium=aqueous)
+    implant = Implant(
+        Surface("icl_front", v("implant.anterior_radius"), 0.0, offset=-t),
+        Surface("icl_back", v("implant.posterior_radius"), 0.0, offset=0.0),
+        t,
+        Medium("collamer_synthetic", constant=v("implant.index")),
+        optic_zone_mm=v("implant.optic_zone_diameter"),
+        hole_mm=0.0 if model in ("solid", "index_matched") else v("implant.hole_diameter"),
+        decentre_mm=(v("implant.decentre_x"), v("implant.decentre_y")),
+        vault_mm=v("implant.vault"),
+        hole_medium=aqueous,
+    )
     return eye, implant
 
 
@@ -67,7 +87,6 @@ def render_thick(pkg: dict) -> tuple[np.ndarray, dict, np.ndarray]:
     """Thick-eye PSF of a one-source case on its detector: (image, ledger, axis)."""
     from icl.eye.pupil import ThickPupil
     from icl.optics import Scene, render
-
     from icl.pro.package import scene_from_package
 
     scene = Scene.from_dict(scene_from_package(pkg))
@@ -76,8 +95,13 @@ def render_thick(pkg: dict) -> tuple[np.ndarray, dict, np.ndarray]:
     src = scene.sources[0]
     eye, implant = thick_eye(pkg)
     model = value(pkg, "implant.hole_model")
-    paths = ("lens", "edge") if model == "black" else ("lens", "hole", "edge") if implant.hole_mm > 0 else ("lens", "edge")
+    paths = (
+        ("lens", "edge")
+        if model == "black"
+        else ("lens", "hole", "edge")
+        if implant.hole_mm > 0
+        else ("lens", "edge")
+    )
     pupil = ThickPupil(eye, implant, field_arcmin=(src.x_arcmin, src.y_arcmin), paths=paths, fresnel=False)
     res = render(replace(scene, pupil=pupil))
     return res.scene, res.ledger, res.x_arcmin
-
