@@ -201,7 +201,7 @@ def load_npz(
     _regular_size(path, file)
     try:
         zf = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
         raise InputError(f"not a readable npz archive: {exc}", file) from None
     with zf:
         try:
