@@ -10,7 +10,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from hostile import corpus
 from icl._paths import cases_dir
 from icl.cli import main
@@ -25,7 +24,8 @@ PUBLISHED = {"published": True, "thresholds": [{"item": "NH", "metric": "area", 
 def run(tmp_path, doc, thresholds=None):
     """Write the input (dict or raw text), run contest-score, return (result, output path)."""
     src = tmp_path / "team.json"
-    src.write_bytes(doc if isinstance(doc, bytes) else (doc if isinstance(doc, str) else json.dumps(doc)).encode())
+    text = doc if isinstance(doc, (str, bytes)) else json.dumps(doc)
+    src.write_bytes(text if isinstance(text, bytes) else text.encode())
     args = ["contest-score", str(src), "--output", str(tmp_path / "out" / "score.json")]
     if thresholds is not None:
         th = tmp_path / "th.json"
@@ -47,8 +47,8 @@ def doc():
 @pytest.mark.parametrize("mutate, problem, zeroed", [
     (lambda d: d["items"].pop("SPL"), "items.SPL: missing key, item scores 0", "SPL"),
     (lambda d: d.pop("items"), "items: missing or not an object", "NH"),
-    (lambda d: d["items"]["NH"]["scores"].__setitem__(2, "NaN"), "items.NH.scores[2]: expected a finite number",
-     "NH"),
+    (lambda d: d["items"]["NH"]["scores"].__setitem__(2, "NaN"),
+     "items.NH.scores[2]: expected a finite number", "NH"),
     (lambda d: d["items"]["NH"]["scores"].__setitem__(0, None), "items.NH.scores[0]", "NH"),
     (lambda d: d["items"]["DUP"]["labels"].__setitem__(1, 2), "items.DUP.labels[1]: expected 0 or 1", "DUP"),
     (lambda d: d["items"]["DUP"]["labels"].pop(), "scores but", "DUP"),
@@ -77,7 +77,7 @@ def test_side_fields_left_out_with_reason(tmp_path, doc):
     res, out = run(tmp_path, doc, PUBLISHED)
     assert res.exit_code == 0, res.output
     rec = load_json(out)
-    assert rec["team"] is None and rec["track"] is None and rec["group"] is None and rec["compute_class"] is None
+    assert [rec[k] for k in ("team", "track", "group", "compute_class")] == [None] * 4
     assert rec["C"] is None and rec["T"] is None and rec["rankable"] is False
     assert rec["efficiency"] is None and rec["robustness"] is None and rec["generalisation"] is None
     assert rec["S"] == REFERENCE["S"]  # the items are all still scored

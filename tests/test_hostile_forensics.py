@@ -9,7 +9,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from hostile import corpus
 from icl.cli import main
 from icl.forensics.baseline import load_public, random_scores
@@ -41,8 +40,8 @@ def run(release, tmp_path, submission):
         text = submission if isinstance(submission, (str, bytes)) else json.dumps(submission)
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
     out = tmp_path / "out" / "score.json"
-    res = CliRunner().invoke(main, ["forensics-evaluate", "--release", str(release), "--submission", str(path),
-                                    "--output", str(out)])
+    res = CliRunner().invoke(main, ["forensics-evaluate", "--release", str(release), "--submission",
+                                    str(path), "--output", str(out)])
     assert res.exception is None or isinstance(res.exception, SystemExit), res.output
     if out.parent.exists():
         assert [p.name for p in out.parent.iterdir()] == ["score.json"]  # atomic: no temporary file
@@ -61,7 +60,8 @@ def reference_record(release, good, tmp_path_factory):
     ('{"scores": {"x": {"NH": 1' + "0" * 400 + "}}}", "overflows a double"), (corpus.NAN_JSON, "non-finite"),
     (corpus.NON_UTF8, "not UTF-8"), (corpus.MALFORMED_JSON, "invalid JSON"), ("[1, 2]", "expected {'scores'"),
     ('{"scores": [1, 2]}', "expected {'scores'"), ('"' + "a" * (17 << 20) + '"', "byte limit"),
-], ids=["deep", "huge-int-digits", "huge-int", "nan", "non-utf8", "malformed", "list", "scores-list", "17-MiB"])
+], ids=["deep", "huge-int-digits", "huge-int", "nan", "non-utf8", "malformed", "list", "scores-list",
+        "17-MiB"])
 def test_unreadable_submission_scores_zero_with_reason(release, tmp_path, text, needle):
     res, out = run(release, tmp_path, text)
     assert res.exit_code == 0, res.output
@@ -70,8 +70,10 @@ def test_unreadable_submission_scores_zero_with_reason(release, tmp_path, text, 
     assert any(needle in p for p in r["problems"]), r["problems"]
 
 
-@pytest.mark.parametrize("make", [lambda d: corpus.fifo(d, "sub.json"), lambda d: corpus.device_link(d, "sub.json"),
-                                  lambda d: corpus.raw_pickle(d, "sub.json")], ids=["fifo", "dev-zero", "pickle"])
+@pytest.mark.parametrize("make", [lambda d: corpus.fifo(d, "sub.json"),
+                                  lambda d: corpus.device_link(d, "sub.json"),
+                                  lambda d: corpus.raw_pickle(d, "sub.json")],
+                         ids=["fifo", "dev-zero", "pickle"])
 def test_special_or_binary_file_scores_zero(release, tmp_path, make):
     res, out = run(release, tmp_path, make(tmp_path))
     assert res.exit_code == 0, res.output

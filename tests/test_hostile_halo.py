@@ -11,7 +11,6 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from hostile import corpus
 from icl.cli import main
 from icl.halo.baselines import run_baseline

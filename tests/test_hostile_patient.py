@@ -9,7 +9,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from hostile import corpus
 from icl.cli import main
 from icl.io import load_json
@@ -31,11 +30,12 @@ def run(tmp_path, ref, preds):
             paths.append(obj)
             continue
         p = tmp_path / name
-        p.write_bytes(obj if isinstance(obj, bytes) else (obj if isinstance(obj, str) else json.dumps(obj)).encode())
+        text = obj if isinstance(obj, (str, bytes)) else json.dumps(obj)
+        p.write_bytes(text if isinstance(text, bytes) else text.encode())
         paths.append(p)
     out = tmp_path / "out" / "score.json"
-    res = CliRunner().invoke(main, ["patient-score", "--reference", str(paths[0]), "--predictions", str(paths[1]),
-                                    "--output", str(out), "--raster", "64"])
+    res = CliRunner().invoke(main, ["patient-score", "--reference", str(paths[0]), "--predictions",
+                                    str(paths[1]), "--output", str(out), "--raster", "64"])
     assert res.exception is None or isinstance(res.exception, SystemExit), res.output
     if out.parent.exists():  # atomic write: no temporary file left beside it
         assert [p.name for p in out.parent.iterdir()] == ["score.json"]
@@ -77,7 +77,8 @@ def test_bad_reference_is_a_clear_error(tmp_path, mutate, field, needle):
 
 
 @pytest.mark.parametrize("text, needle", [
-    (corpus.DEEP_JSON, "nested"), (corpus.HUGE_NUMBER_JSON, "invalid JSON"), (corpus.HUGE_INT_JSON, "overflows"),
+    (corpus.DEEP_JSON, "nested"), (corpus.HUGE_NUMBER_JSON, "invalid JSON"),
+    (corpus.HUGE_INT_JSON, "overflows"),
     (corpus.NAN_JSON, "non-finite"), (corpus.NON_UTF8, "not UTF-8"), (corpus.MALFORMED_JSON, "invalid JSON"),
 ], ids=["deep", "huge-int-digits", "huge-int", "nan", "non-utf8", "malformed"])
 def test_unreadable_reference_exits_2(tmp_path, text, needle):
@@ -87,7 +88,8 @@ def test_unreadable_reference_exits_2(tmp_path, text, needle):
 
 
 @pytest.mark.parametrize("text, needle", [
-    (corpus.DEEP_JSON, "nested"), (corpus.HUGE_NUMBER_JSON, "invalid JSON"), (corpus.HUGE_INT_JSON, "overflows"),
+    (corpus.DEEP_JSON, "nested"), (corpus.HUGE_NUMBER_JSON, "invalid JSON"),
+    (corpus.HUGE_INT_JSON, "overflows"),
     (corpus.NAN_JSON, "non-finite"), (corpus.NON_UTF8, "not UTF-8"), (corpus.MALFORMED_JSON, "invalid JSON"),
     ('{"predictions": 3}', "'predictions' list"), ('{"predictions": [], "x": 1}', "unknown top-level field"),
 ], ids=["deep", "huge-int-digits", "huge-int", "nan", "non-utf8", "malformed", "not-a-list", "extra-field"])

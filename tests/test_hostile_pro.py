@@ -11,7 +11,6 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from hostile import corpus
 from icl.cli import main
 from icl.io import load_json, load_npz, write_npz
@@ -117,7 +116,8 @@ def sub(tmp_path):
 
 
 @pytest.mark.parametrize("make, file, needle", [
-    (lambda c: corpus.pickle_payload(c, "paths.npz", ["branch", "points_mm", "weights"]), "paths.npz", "pickle"),
+    (lambda c: corpus.pickle_payload(c, "paths.npz", ["branch", "points_mm", "weights"]), "paths.npz",
+     "pickle"),
     (lambda c: corpus.zip_bomb(c, "psf_linear.npz", "psf"), "psf_linear.npz", ""),
     (lambda c: corpus.corrupt_crc(c, "psf_linear.npz", psf=np.ones((1, 16, 16))), "psf_linear.npz", ""),
     (lambda c: corpus.device_link(c, "energy.json"), "energy.json", ""),
@@ -125,7 +125,8 @@ def sub(tmp_path):
     (lambda c: corpus.json_text(c, "metrics.json", corpus.DEEP_JSON), "metrics.json", "nested"),
     (lambda c: corpus.json_text(c, "energy.json", corpus.HUGE_INT_JSON), "energy.json", "overflows"),
     (lambda c: corpus.json_text(c, "metrics.json", corpus.NON_UTF8), "metrics.json", "UTF-8"),
-], ids=["pickle-payload", "zip-bomb", "bad-crc", "dev-zero-link", "fifo", "deep-json", "huge-int", "non-utf8"])
+], ids=["pickle-payload", "zip-bomb", "bad-crc", "dev-zero-link", "fifo", "deep-json", "huge-int",
+        "non-utf8"])
 def test_pro_validate_reports_hostile_files(sub, make, file, needle):
     case = sub / "results" / "C05"
     (case / file).unlink()

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
 from icl.contest.pr import item_area
 from icl.contest.safety import ITEMS, harmonic_mean, safety_score
 from icl.halo.evaluate import load_release, score_condition

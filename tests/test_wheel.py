@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from icl.io import load_json, load_npz
 from icl.optics import Scene, render
 
@@ -36,8 +35,8 @@ def test_wheel_renders_in_a_clean_venv_with_bundled_fftw(tmp_path):
     # flock: the same lock `make dev` takes, so a concurrent build of the compiler-heavy part waits its turn.
     _run(["flock", "/tmp/icl-build.lock", sys.executable, "-m", "build", "--wheel", "--no-isolation",
           "--outdir", str(dist), f"-Cbuild-dir={tmp_path / 'build'}", str(ROOT)], env=env)
-    _run([sys.executable, "-m", "auditwheel", "repair", *map(str, dist.glob("*.whl")), "--wheel-dir", str(house)],
-         env=env)
+    _run([sys.executable, "-m", "auditwheel", "repair", *map(str, dist.glob("*.whl")), "--wheel-dir",
+          str(house)], env=env)
     (wheel,) = house.glob("icl_bench-*manylinux*.whl")
 
     venv = tmp_path / "venv"
@@ -55,7 +54,8 @@ def test_wheel_renders_in_a_clean_venv_with_bundled_fftw(tmp_path):
                      env=clean_env).strip())
     assert venv in site.parents  # the installed copy, not the repository's editable one
     scene_file = site / "cases" / "examples" / "scene.json"
-    out = _run([str(venv / "bin" / "icl"), "render", str(scene_file), "-o", "out.npz"], cwd=work, env=clean_env)
+    out = _run([str(venv / "bin" / "icl"), "render", str(scene_file), "-o", "out.npz"], cwd=work,
+               env=clean_env)
     assert "wrote out.npz" in out
 
     arrays = load_npz(work / "out.npz", required=("components", "scene", "angular_pixel_arcsec", "x_arcmin",

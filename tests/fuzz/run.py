@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
             (corpus / f"seed{i}").write_bytes(seed)
         prefix = artifacts / f"{name}-"
         proc = subprocess.run(
-            [sys.executable, str(HERE / "fuzz_one.py"), name, f"-max_total_time={args.seconds}", "-timeout=20",
+            [sys.executable, str(HERE / "fuzz_one.py"), name, f"-max_total_time={args.seconds}",
+             "-timeout=20",
              "-rss_limit_mb=3072", f"-artifact_prefix={prefix}", "-print_final_stats=1", str(corpus)],
             capture_output=True, text=True)
         log = proc.stderr
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             found += 1
             tail = [line for line in log.splitlines() if "Error" in line or "Exception" in line][-3:]
-            result = f"FINDING (exit {proc.returncode}): {', '.join(str(c) for c in crashes)}\n    " + "\n    ".join(tail)
+            where = ", ".join(str(c) for c in crashes)
+            result = f"FINDING (exit {proc.returncode}): {where}\n    " + "\n    ".join(tail)
         print(f"{name:22s} {runs.group(1) if runs else '?':>10s} {speed.group(1) if speed else '?':>8s} "
               f"{cov[-1] if cov else '?':>6s}  {result}", flush=True)
     print(f"artifacts: {artifacts}")

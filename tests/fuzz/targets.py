@@ -16,14 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
 from icl.errors import InputError
 from icl.halo.evaluate import Invalid, ReferenceCondition, load_submission
 from icl.io import load_json, load_npz
 from icl.optics import Scene
-from icl.patient.schema import load_predictions, load_reports
+from icl.patient.schema import Predictions, load_predictions, load_reports
 from icl.patient.scoring import _as_prediction, score
-from icl.patient.schema import Predictions
 
 _DIR = Path(tempfile.mkdtemp(prefix="icl-fuzz-"))
 N = 8  # a small detector keeps each halo input cheap; the validation rules do not depend on its size
@@ -55,7 +53,8 @@ def fuzz_load_json(data: bytes) -> None:
 
 def _halo_reference() -> ReferenceCondition:
     scene = Scene.from_dict({"detector": {"n": N, "pitch_arcsec": 4.0},
-                             "sources": [{"id": "L1"}, {"id": "L2", "x_arcmin": 0.1, "flux": 0.5}]}, file="fuzz")
+                             "sources": [{"id": "L1"}, {"id": "L2", "x_arcmin": 0.1, "flux": 0.5}]},
+                            file="fuzz")
     comps = np.full((2, N, N), 1.0 / (4 * N * N))
     axis = (np.arange(N) - (N - 1) / 2) * 4.0 / 60
     return ReferenceCondition("F01_a", "F01", scene, comps, axis, {})

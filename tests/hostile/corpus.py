@@ -148,7 +148,8 @@ def absurd_shape(folder: Path, name: str, key: str, shape: tuple[int, ...] = (10
 
 def traversal_member(folder: Path, name: str, key: str) -> Path:
     """An npz with a member named ``../<key>.npy`` (extracting it would leave the folder)."""
-    return _zip(folder / name, {f"../{key}.npy": _npy_bytes(np.zeros(4)), f"{key}.npy": _npy_bytes(np.zeros(4))})
+    member = _npy_bytes(np.zeros(4))
+    return _zip(folder / name, {f"../{key}.npy": member, f"{key}.npy": member})
 
 
 def fifo(folder: Path, name: str) -> Path:

@@ -42,7 +42,7 @@ def prediction_schema() -> dict[str, Any]:
 def _ecma_pattern(validator, pattern: str, instance: Any, schema: Mapping[str, Any]):
     """``pattern`` with ECMA-262 anchors: a final ``$`` matches only at the very end of the string.
 
-    Python's ``$`` also matches before a trailing newline, which would let ``"P1\\n"`` pass an id pattern.
+    Python's ``$`` also matches before a trailing newline, which would let an id ending in a newline pass.
     """
     if not validator.is_type(instance, "string"):
         return
