@@ -1,5 +1,8 @@
 """The shared loaders against hostile files: a clear InputError, never a crash, never unpickling."""
 
+import os
+import stat
+
 import numpy as np
 import pytest
 
@@ -72,3 +75,16 @@ def test_round_trip_is_byte_reproducible(tmp_path):
     with pytest.raises(ValueError):
         write_json(tmp_path / "n.json", {"x": float("nan")})
     assert not (tmp_path / "n.json").exists()
+
+
+def test_written_files_are_readable_by_others(tmp_path):
+    # Releases are handed to sandboxed runs under another uid: files follow the umask, not 0600.
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "a.json", {"x": 1})
+        write_npz(tmp_path / "b.npz", x=np.zeros(2))
+    finally:
+        os.umask(old)
+    for name in ("a.json", "b.npz"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

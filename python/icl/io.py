@@ -11,7 +11,7 @@ import json
 import math
 import os
 import stat
-import tempfile
+import secrets
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -28,11 +28,22 @@ MAX_JSON_DEPTH = 64
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
+def _temp_beside(path: Path) -> tuple[int, Path]:
+    """Create a new temporary file next to ``path`` with the usual permissions (0666 less the umask)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see either the old file or the whole new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -57,7 +68,7 @@ def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
     """Atomically write an uncompressed ``.npz`` with fixed member timestamps (byte-reproducible)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_beside(path)
     os.close(fd)
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as zf:

@@ -171,10 +171,10 @@ def image_kernel(image: ImageMap, delta_y: float, delta_x: float, ratio: float, 
     kernel : ndarray, shape (2 Ky + 1, 2 Kx + 1)
     ky, kx : int
     """
-    from icl.optics.sampling import taper, taper_halfwidth
+    from icl.optics.sampling import design_band, taper, taper_halfwidth
 
     rows, cols = image.shape
-    k_tap = taper_halfwidth(round(xb, 6), tol)
+    k_tap = taper_halfwidth(design_band(xb), tol)
     ky = int(math.ceil(rows * ratio / 2.0)) + k_tap + 1
     kx = int(math.ceil(cols * ratio / 2.0)) + k_tap + 1
 
@@ -184,7 +184,7 @@ def image_kernel(image: ImageMap, delta_y: float, delta_x: float, ratio: float, 
         n = int(core.fast_length(max(64, 2 * (2 * k + 1))))
         f = np.fft.fftfreq(n)
         centres = (np.arange(cells) - (cells - 1) / 2.0) * ratio
-        roll = taper(f, round(xb, 6))
+        roll = taper(f, design_band(xb))
         # phase(f, a) = exp(2 pi i f (delta - phi_a)): the sub-pixel shift and the cell positions.
         e = np.exp(2j * np.pi * f[:, None] * (delta - centres[None, :]))
         return (np.sinc(f) * np.sinc(ratio * f) * roll)[:, None] * e, np.arange(-k, k + 1) % n

@@ -17,6 +17,7 @@ from icl.optics.sampling import (
     MAX_BAND,
     Grid,
     Sampling,
+    design_band,
     disk_kernel,
     make_grid,
     pixel_taps,
@@ -102,7 +103,7 @@ def support_samples(scene: Scene, sampling: Sampling, q: int = 1) -> int:
         radius = det.half_width_arcmin + offset + max(s.extent.radius_arcmin for s in scene.sources)
     # The pixel-integration taps read up to their half-width beyond the farthest detector pixel.
     band = min(q * _band_estimate(scene), MAX_BAND)
-    margin = tap_halfwidth(round(band, 6), sampling.tap_tolerance, q) + 1
+    margin = tap_halfwidth(design_band(band), sampling.tap_tolerance, q) + 1
     return 2 * (int(math.ceil(radius * 60.0 / (q * det.pitch_arcsec))) + margin)
 
 
