@@ -7,18 +7,26 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.icl-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all dev wheel fuzz bench system-deps browser-deps clean
+.PHONY: demo test test-all dev wheel fuzz bench system-deps test-deps clean
+
+# Debian packages: FFTW (build), and for the tests chromium (browser tests), bubblewrap (sandbox)
+# and procps. One apt-get update, only when something is missing.
+APT_BUILD := $(shell pkg-config --exists fftw3 2>/dev/null || echo libfftw3-dev pkg-config)
+APT_TEST := $(shell command -v chromium >/dev/null 2>&1 || echo chromium) \
+            $(shell command -v bwrap >/dev/null 2>&1 || echo bubblewrap) \
+            $(shell command -v ps >/dev/null 2>&1 || echo procps)
+
+define apt_install
+	@if [ -n "$(strip $(1))" ]; then \
+	  echo "Installing Debian packages: $(strip $(1))"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $(1); fi
+endef
 
 system-deps:
-	@pkg-config --exists fftw3 2>/dev/null || { \
-	  echo "FFTW3 development files not found: installing libfftw3-dev"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libfftw3-dev pkg-config; }
+	$(call apt_install,$(APT_BUILD))
 
-browser-deps:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "Installing Debian's chromium for the browser tests"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
-	@command -v bwrap >/dev/null 2>&1 || $(SUDO) apt-get install -y -qq bubblewrap
+test-deps:
+	$(call apt_install,$(APT_TEST))
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -39,10 +47,10 @@ dev: system-deps | $(PY)
 demo: $(STAMP)
 	$(VENV)/bin/icl demo --output demo-output
 
-test: $(STAMP) browser-deps
+test: $(STAMP) test-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-all: $(STAMP) browser-deps
+test-all: $(STAMP) test-deps
 	$(PY) -m pytest --run-slow $(PYTEST_ARGS)
 
 wheel: system-deps | $(PY)

@@ -25,7 +25,7 @@ def test_gallery_loads_in_chromium(tmp_path):
 
     from icl.halo.gallery import case_png, write_gallery
 
-    assert shutil.which("chromium"), "Debian's chromium is missing: `make browser-deps` installs it"
+    assert shutil.which("chromium"), "Debian's chromium is missing: `make test-deps` installs it"
 
     cases, _ = load_cases()
     cases = [c for c in cases if c.id in ("H01", "H11", "H14")]  # three cases keep the test fast
