@@ -17,7 +17,7 @@ ONE_PX_DEG = math.degrees(1.0 / K)  # ~0.038 deg: mouse positions are whole CSS 
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} missing: `make browser-deps` installs Debian's chromium")
+        pytest.fail(f"{CHROMIUM} missing: `make test-deps` installs Debian's chromium")
     from playwright.sync_api import sync_playwright  # test extra; `make test` installs it
 
     with sync_playwright() as p:
