@@ -330,27 +330,31 @@ void fresnel(double n1, double n2, const double* ci, std::ptrdiff_t count, doubl
 }
 
 void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, ConstRays in, Rays out) {
-    const std::ptrdiff_t n_blocks = (in.count + kBlock - 1) / kBlock;
-    icl::parallel_for(n_blocks, [&](std::ptrdiff_t blk) {
-        const std::ptrdiff_t lo = blk * kBlock;
-        const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, in.count - lo));
+    // A thread takes kItem consecutive blocks at a time, so that threads write separate stretches of memory.
+    constexpr std::ptrdiff_t kItem = 64 * kBlock;
+    const std::ptrdiff_t n_items = (in.count + kItem - 1) / kItem;
+    icl::parallel_for(n_items, [&](std::ptrdiff_t item) {
         Block b;
-        // One array at a time: contiguous copies (the arrays may alias, in == out is allowed).
-        std::copy_n(in.x + lo, cnt, b.x); std::copy_n(in.y + lo, cnt, b.y); std::copy_n(in.z + lo, cnt, b.z);
-        std::copy_n(in.l + lo, cnt, b.l); std::copy_n(in.m + lo, cnt, b.m); std::copy_n(in.n + lo, cnt, b.n);
-        std::copy_n(in.opl + lo, cnt, b.opl); std::copy_n(in.w + lo, cnt, b.w);
-        std::copy_n(in.flags + lo, cnt, b.flags);
-        // Padding rays of the last block: a fixed valid state, flagged so that nothing is committed.
-        for (int i = cnt; i < kBlock; ++i) {
-            b.x[i] = b.y[i] = b.z[i] = b.l[i] = b.m[i] = b.opl[i] = 0.0;
-            b.n[i] = b.w[i] = 1.0;
-            b.flags[i] = missed;
+        const std::ptrdiff_t end = std::min(in.count, (item + 1) * kItem);
+        for (std::ptrdiff_t lo = item * kItem; lo < end; lo += kBlock) {
+            const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, end - lo));
+            // One array at a time: contiguous copies (the arrays may alias, in == out is allowed).
+            std::copy_n(in.x + lo, cnt, b.x); std::copy_n(in.y + lo, cnt, b.y); std::copy_n(in.z + lo, cnt, b.z);
+            std::copy_n(in.l + lo, cnt, b.l); std::copy_n(in.m + lo, cnt, b.m); std::copy_n(in.n + lo, cnt, b.n);
+            std::copy_n(in.opl + lo, cnt, b.opl); std::copy_n(in.w + lo, cnt, b.w);
+            std::copy_n(in.flags + lo, cnt, b.flags);
+            // Padding rays of the last block: a fixed valid state, flagged so that nothing is committed.
+            for (int i = cnt; i < kBlock; ++i) {
+                b.x[i] = b.y[i] = b.z[i] = b.l[i] = b.m[i] = b.opl[i] = 0.0;
+                b.n[i] = b.w[i] = 1.0;
+                b.flags[i] = missed;
+            }
+            trace_block(surfaces, n_surfaces, opt, b);
+            std::copy_n(b.x, cnt, out.x + lo); std::copy_n(b.y, cnt, out.y + lo); std::copy_n(b.z, cnt, out.z + lo);
+            std::copy_n(b.l, cnt, out.l + lo); std::copy_n(b.m, cnt, out.m + lo); std::copy_n(b.n, cnt, out.n + lo);
+            std::copy_n(b.opl, cnt, out.opl + lo); std::copy_n(b.w, cnt, out.w + lo);
+            std::copy_n(b.flags, cnt, out.flags + lo);  // every flag fits in 32 bits
         }
-        trace_block(surfaces, n_surfaces, opt, b);
-        std::copy_n(b.x, cnt, out.x + lo); std::copy_n(b.y, cnt, out.y + lo); std::copy_n(b.z, cnt, out.z + lo);
-        std::copy_n(b.l, cnt, out.l + lo); std::copy_n(b.m, cnt, out.m + lo); std::copy_n(b.n, cnt, out.n + lo);
-        std::copy_n(b.opl, cnt, out.opl + lo); std::copy_n(b.w, cnt, out.w + lo);
-        std::copy_n(b.flags, cnt, out.flags + lo);  // every flag fits in 32 bits
     });
 }
 
