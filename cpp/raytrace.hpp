@@ -64,7 +64,7 @@ void fresnel(double n1, double n2, const double* ci, std::ptrdiff_t count, doubl
              double* tp, double* r_energy, double* t_energy);
 
 // Trace every alive ray of `in` through the surfaces in order and write the result to `out` (same count; `out`
-// may be `in`). Rays are processed in fixed blocks of 256 in parallel, each block as vectorised passes over
+// may be `in`). Rays are processed in fixed blocks of 128 in parallel, each block as vectorised passes over
 // its rays (cpp/raytrace.cpp); the arithmetic of a ray is that of the scalar definition, operation by
 // operation, so results depend neither on the thread count nor on the instruction set.
 void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, ConstRays in, Rays out);
