@@ -14,8 +14,9 @@
 // contraction, so the vector lanes round exactly as scalar code does and results do not depend on the block
 // size, the thread count or the instruction set chosen at run time.
 
-// On x86-64 with GCC, the block kernel is also compiled for AVX2 and AVX-512 and picked at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+// On x86-64 with GCC and glibc (ifunc), the block kernel is also compiled for AVX2 and AVX-512 and picked at
+// load time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
 #define ICL_RT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ICL_RT_CLONES
