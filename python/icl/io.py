@@ -217,8 +217,10 @@ def load_npz(
     with zf:
         try:
             return _read_members(zf, file, required, optional, max_bytes, allow_extra)
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError) as exc:
-            # CRC mismatch, corrupt deflate stream, truncated member, unsupported or encrypted entry
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError,
+                UnicodeDecodeError) as exc:
+            # CRC mismatch, corrupt deflate stream, truncated member, unsupported or encrypted entry,
+            # a local header whose name is not the central directory's
             raise InputError(f"corrupt npz archive: {type(exc).__name__}: {exc}", file) from None
 
 
