@@ -331,13 +331,17 @@ void fresnel(double n1, double n2, const double* ci, std::ptrdiff_t count, doubl
 }
 
 void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, ConstRays in, Rays out) {
-    // A thread takes kItem consecutive blocks at a time, so that threads write separate stretches of memory.
-    constexpr std::ptrdiff_t kItem = 64 * kBlock;
-    const std::ptrdiff_t n_items = (in.count + kItem - 1) / kItem;
+    // A thread takes up to 64 consecutive blocks at a time, so that threads write separate stretches of memory,
+    // and at least 4 items per thread when there are enough blocks. A ray's arithmetic does not depend on its
+    // block or item, so this partition does not change any result.
+    const std::ptrdiff_t n_blocks = (in.count + kBlock - 1) / kBlock;
+    const std::ptrdiff_t per_item = std::clamp<std::ptrdiff_t>(n_blocks / (4 * icl::num_threads()), 1, 64);
+    const std::ptrdiff_t item_rays = per_item * kBlock;
+    const std::ptrdiff_t n_items = (in.count + item_rays - 1) / item_rays;
     icl::parallel_for(n_items, [&](std::ptrdiff_t item) {
         Block b;
-        const std::ptrdiff_t end = std::min(in.count, (item + 1) * kItem);
-        for (std::ptrdiff_t lo = item * kItem; lo < end; lo += kBlock) {
+        const std::ptrdiff_t end = std::min(in.count, (item + 1) * item_rays);
+        for (std::ptrdiff_t lo = item * item_rays; lo < end; lo += kBlock) {
             const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, end - lo));
             // One array at a time: contiguous copies (the arrays may alias, in == out is allowed).
             std::copy_n(in.x + lo, cnt, b.x); std::copy_n(in.y + lo, cnt, b.y); std::copy_n(in.z + lo, cnt, b.z);
