@@ -2,8 +2,8 @@
 
 Prints power, EFL and RMS spot at the paraxial focus from both, the RMS spot of both tracers on the same
 ray sets (uniform square grid clipped to the pupil, hexapolar rings) at the paraxial and best focus, and
-rays x surfaces per second for 1e4..1e7 rays (apertures, optical path and Fresnel weights on; best of
-several calls; optiland up to 1e6 rays), with the machine's load average, because the machine may be shared.
+rays x surfaces per second for 1e4..1e7 rays (apertures, optical path and Fresnel weights on; optiland up to
+1e6 rays), timed in rounds that run both tracers back to back, with the load average: the machine may be shared.
 Ray-surfaces count the surfaces each tracer goes through: 4 for icl (cornea to lens back), 5 for optiland
 (the same 4 and the image plane), so the ray-surface ratio is 4/5 of the ratio of times for the same rays.
 Run: python bench/raytrace_peers.py
@@ -139,43 +139,49 @@ def main():
     speed(o)
 
 
-def best_ours(n, threads, reps):
-    """Best time (s) of ``reps`` calls of icl's trace on ``n`` rays with ``threads`` threads."""
+def time_ours(n, threads):
+    """Time (s) of one call of icl's trace on ``n`` rays with ``threads`` threads."""
     core.set_num_threads(threads)
-    return min(ours(n)[0] for _ in range(reps))
+    return ours(n)[0]
 
 
-def best_optiland(o, n, reps):
-    """Best time (s) of ``reps`` calls of optiland's ``surfaces.trace`` on ``n`` rays (the same pupil points)."""
+def time_optiland(o, n):
+    """Time (s) of one call of optiland's ``surfaces.trace`` on ``n`` rays (the same pupil points as icl's)."""
     from optiland.rays import RealRays
 
-    best = np.inf
-    for _ in range(reps):
-        rng = np.random.default_rng(1)
-        r = np.sqrt(rng.uniform(0, 1, n)) * 1.6
-        ph = rng.uniform(0, 2 * np.pi, n)
-        rr = RealRays(r * np.cos(ph), r * np.sin(ph), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n),
-                      np.ones(n), np.full(n, LAM / 1000))
-        t0 = time.perf_counter()
-        o.surfaces.trace(rr)
-        best = min(best, time.perf_counter() - t0)
-    return best
+    rng = np.random.default_rng(1)
+    r = np.sqrt(rng.uniform(0, 1, n)) * 1.6
+    ph = rng.uniform(0, 2 * np.pi, n)
+    rr = RealRays(r * np.cos(ph), r * np.sin(ph), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n), np.ones(n),
+                  np.full(n, LAM / 1000))
+    t0 = time.perf_counter()
+    o.surfaces.trace(rr)
+    return time.perf_counter() - t0
 
 
 def speed(o):
-    """Rays x surfaces per second, icl on 1 and 2 threads and optiland, with the load average."""
+    """Rays x surfaces per second, icl on 1 and 2 threads and optiland, with the load average.
+
+    On a shared machine the load changes from second to second, so each round times icl (1 thread, 2 threads)
+    and optiland back to back; rates are the best round's, the ratio is the median over rounds of the
+    round's ratio (icl's better thread count against optiland in the same round).
+    """
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    print(f"speed (M ray-surfaces/s; load average {load} on {os.cpu_count()} cores; best of several calls)")
+    print(f"speed (M ray-surfaces/s; load average {load} on {os.cpu_count()} cores)")
     print("| rays | icl 1 thread | icl 2 threads | optiland | ratio of ray-surfaces/s | ratio of times |")
     print("|---|---|---|---|---|---|")
     for n in (10_000, 100_000, 1_000_000, 10_000_000):
-        reps = 7 if n <= 100_000 else 5 if n <= 1_000_000 else 2
-        t1, t2 = best_ours(n, 1, reps), best_ours(n, 2, reps)
-        ti = min(t1, t2)
-        row = f"| {n:.0e} | {4 * n / t1 / 1e6:.1f} | {4 * n / t2 / 1e6:.1f} |"
-        if o is not None and n <= 1_000_000:
-            to = best_optiland(o, n, 3)
-            row += f" {5 * n / to / 1e6:.2f} | {(4 * n / ti) / (5 * n / to):.1f}x | {to / ti:.1f}x |"
+        rounds = 7 if n <= 100_000 else 5 if n <= 1_000_000 else 2
+        t1, t2, to = [], [], []
+        for _ in range(rounds):
+            t1.append(time_ours(n, 1))
+            t2.append(time_ours(n, 2))
+            if o is not None and n <= 1_000_000:
+                to.append(time_optiland(o, n))
+        row = f"| {n:.0e} | {4 * n / min(t1) / 1e6:.1f} | {4 * n / min(t2) / 1e6:.1f} |"
+        if to:
+            times = float(np.median([b / min(a1, a2) for a1, a2, b in zip(t1, t2, to)]))
+            row += f" {5 * n / min(to) / 1e6:.2f} | {times * 4 / 5:.1f}x | {times:.1f}x |"
         else:
             row += " | | |"
         print(row)
