@@ -249,7 +249,7 @@ def _read_members(zf: zipfile.ZipFile, file: str, required: list[str], optional:
                 if version not in _HEADER_READERS:
                     raise ValueError(f"unsupported .npy format version {version}")
                 shape, _fortran, dtype = _HEADER_READERS[version](fh)
-            except ValueError as exc:
+            except (ValueError, SyntaxError, tokenize.TokenError) as exc:  # NumPy tokenizes the header text
                 raise InputError(f"bad .npy header: {exc}", file, key) from None
             if dtype.hasobject:
                 raise InputError("object arrays are refused (they need pickle)", file, key)
