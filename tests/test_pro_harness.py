@@ -156,11 +156,12 @@ def test_f_memory_limit(layout, mechanism: str) -> None:
 
 def test_g_wall_clock_limit_kills_everything(layout, mechanism: str) -> None:
     limits = Limits(cpus=1, memory_bytes=1024**3, timeout_s=1.5, processes=32)
+    before = _sandbox_pids()
     rec = _run("timeout", layout, mechanism, limits=limits)
     assert rec.limits_hit == ["timeout"] and rec.violations == ["timeout"] and not rec.ok
     assert 1.5 <= rec.wall_s < 1.5 + 3.0  # killed within a few watchdog polls (0.05 s) plus teardown
     assert rec.signal == "SIGKILL" and rec.usage_source == "sampled"
-    assert _no_sandbox_processes_left()  # including the child that ignores SIGTERM
+    assert _sandbox_pids() <= before  # including the child that ignores SIGTERM
 
 
 def test_h_disk_filling_is_bounded(layout, mechanism: str) -> None:

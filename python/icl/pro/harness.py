@@ -461,16 +461,19 @@ def _children(pid: int) -> list[int]:
 
 
 def _kill_sandbox(proc: subprocess.Popen) -> None:
-    """Kill the namespace's first process (the kernel then kills the whole PID namespace), then the group."""
-    for child in _children(proc.pid):
-        try:
-            os.kill(child, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    """Kill the wrapper's process group, then the namespace's first process (the kernel then kills the
+    whole PID namespace). The group goes first so the wrapper dies by SIGKILL itself rather than
+    exiting on its own after seeing its child die; its children are listed before, while it lives."""
+    children = _children(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    for child in children:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _parse_status(text: str) -> tuple[int | None, float | None, int | None]:
