@@ -10,8 +10,9 @@ import hashlib
 import json
 import math
 import os
-import stat
 import secrets
+import stat
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
