@@ -104,6 +104,26 @@ void register_optics(py::module_& m) {
     }, py::arg("s"), py::arg("ty"), py::arg("tx"), py::arg("r0"), py::arg("c0"), py::arg("n0"), py::arg("n1"),
     "out[i,j] = sum_ab ty[a] tx[b] s[r0+i+a, c0+j+b] (zero outside s).");
 
+    m.def("place_polyphase", [](const darray& s, const darray& ty, const darray& tx,
+                                const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& r0,
+                                const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& c0,
+                                std::ptrdiff_t n0, std::ptrdiff_t n1) {
+        require(s.ndim() == 2 && ty.ndim() == 2 && tx.ndim() == 2 && r0.ndim() == 1 && c0.ndim() == 1,
+                "place_polyphase: need a 2-D map, (q, taps) tap tables and (q,) offsets");
+        const auto q = ty.shape(0);
+        require(q > 0 && tx.shape(0) == q && r0.shape(0) == q && c0.shape(0) == q && n0 > 0 && n1 > 0,
+                "place_polyphase: tap tables and offsets must all have q rows; output shape positive");
+        darray out({n0, n1});
+        double* o = out.mutable_data();
+        const double *sp = s.data(), *typ = ty.data(), *txp = tx.data();
+        const std::ptrdiff_t *r0p = r0.data(), *c0p = c0.data();
+        const auto s0 = s.shape(0), s1 = s.shape(1), nty = ty.shape(1), ntx = tx.shape(1);
+        { py::gil_scoped_release nogil; icl::place_polyphase(sp, s0, s1, typ, nty, txp, ntx, r0p, c0p, q, n0, n1, o); }
+        return out;
+    }, py::arg("s"), py::arg("ty"), py::arg("tx"), py::arg("r0"), py::arg("c0"), py::arg("n0"), py::arg("n1"),
+    "Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, "
+    "c0[j % q] + j // q.");
+
     m.def("convolve_linear", [](const darray& a, const darray& k, std::ptrdiff_t r0, std::ptrdiff_t c0,
                                 std::ptrdiff_t n0, std::ptrdiff_t n1) {
         require(a.ndim() == 2 && k.ndim() == 2 && n0 > 0 && n1 > 0, "convolve_linear: need 2-D arrays");

@@ -5,6 +5,15 @@
 #include <thread>
 #include <vector>
 
+// On x86-64 with GCC and glibc (ifunc), hot loops are also compiled for AVX2 and AVX-512 and picked at
+// load time. Files using this are compiled without floating-point contraction, so every clone rounds
+// exactly as the scalar code does.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#define ICL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ICL_CLONES
+#endif
+
 namespace icl {
 
 // Number of worker threads used by every kernel (1 = serial). Work is split into fixed chunks whose

@@ -18,6 +18,41 @@ std::ptrdiff_t fast_length(std::ptrdiff_t n) {
     }
 }
 
+namespace {
+
+// dst[0..n) += t * src[0..n): the shared axpy of both passes (vectorised; no reordered sums).
+ICL_CLONES void axpy(double t, const double* src, double* dst, std::ptrdiff_t n) {
+    for (std::ptrdiff_t j = 0; j < n; ++j) dst[j] += t * src[j];
+}
+
+}  // namespace
+
+void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
+                     const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
+                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double* out) {
+    const std::ptrdiff_t cmin = *std::min_element(c0, c0 + q), cmax = *std::max_element(c0, c0 + q);
+    const std::ptrdiff_t per_phase = (n1 + q - 1) / q;
+    const std::ptrdiff_t w = per_phase + ntx - 1 + (cmax - cmin);  // s columns cmin .. cmin + w
+    const std::ptrdiff_t q_lo = std::max<std::ptrdiff_t>(0, -cmin), q_hi = std::min<std::ptrdiff_t>(w, s1 - cmin);
+    parallel_for(n0, [&](std::ptrdiff_t i) {
+        const std::ptrdiff_t py = i % q, l = i / q;
+        std::vector<double> tmp(static_cast<std::size_t>(w), 0.0), acc(static_cast<std::size_t>(per_phase));
+        for (std::ptrdiff_t a = 0; a < nty; ++a) {
+            const std::ptrdiff_t sr = r0[py] + l + a;
+            if (sr < 0 || sr >= s0 || q_hi <= q_lo) continue;
+            axpy(ty[py * nty + a], s + sr * s1 + cmin + q_lo, tmp.data() + q_lo, q_hi - q_lo);
+        }
+        double* o = out + i * n1;
+        for (std::ptrdiff_t px = 0; px < q; ++px) {
+            const std::ptrdiff_t m = (n1 - px + q - 1) / q;  // output columns of this phase
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (std::ptrdiff_t b = 0; b < ntx; ++b)
+                axpy(tx[px * ntx + b], tmp.data() + (c0[px] - cmin) + b, acc.data(), m);
+            for (std::ptrdiff_t k = 0; k < m; ++k) o[px + k * q] = acc[k];
+        }
+    });
+}
+
 void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
                      const double* tx, std::ptrdiff_t ntx, std::ptrdiff_t r0, std::ptrdiff_t c0, std::ptrdiff_t n0,
                      std::ptrdiff_t n1, double* out) {
@@ -29,22 +64,16 @@ void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
         for (std::ptrdiff_t a = 0; a < nty; ++a) {
             const std::ptrdiff_t sr = r0 + i + a;
             if (sr < 0 || sr >= s0) continue;
-            const double t = ty[a];
             const std::ptrdiff_t q_lo = std::max<std::ptrdiff_t>(0, -c0), q_hi = std::min<std::ptrdiff_t>(w, s1 - c0);
-            const double* src = s + sr * s1 + c0;
-            for (std::ptrdiff_t q = q_lo; q < q_hi; ++q) row[q] += t * src[q];
+            if (q_hi > q_lo) axpy(ty[a], s + sr * s1 + c0 + q_lo, row + q_lo, q_hi - q_lo);
         }
     });
-    // Pass along x as a sum of shifted rows (axpy form): contiguous, vectorises without reordering sums.
+    // Pass along x as a sum of shifted rows (axpy form): contiguous, vectorised without reordering sums.
     parallel_for(n0, [&](std::ptrdiff_t i) {
         const double* row = tmp.data() + i * w;
         double* o = out + i * n1;
         std::fill(o, o + n1, 0.0);
-        for (std::ptrdiff_t b = 0; b < ntx; ++b) {
-            const double t = tx[b];
-            const double* src = row + b;
-            for (std::ptrdiff_t j = 0; j < n1; ++j) o[j] += t * src[j];
-        }
+        for (std::ptrdiff_t b = 0; b < ntx; ++b) axpy(tx[b], row + b, o, n1);
     });
 }
 

@@ -112,3 +112,19 @@ def test_convolve_linear_matches_twin_without_wraparound():
 
 def test_fast_length():
     assert [_core.fast_length(n) for n in (1, 11, 13, 97, 1025)] == [1, 12, 14, 98, 1029]
+
+
+def test_place_polyphase_matches_twin():
+    # Output (i, j) takes phase (i % q, j % q): the twin applies the direct double sum per phase pair.
+    rng = np.random.default_rng(6)
+    s = rng.random((60, 70))
+    for q in (1, 2, 3):
+        ty, tx = rng.normal(size=(q, 9)), rng.normal(size=(q, 7))
+        r0, c0 = rng.integers(-5, 5, q), rng.integers(-5, 5, q)
+        got = _core.place_polyphase(s, ty, tx, r0, c0, 101, 97)
+        want = np.empty((101, 97))
+        for py in range(q):
+            for px in range(q):
+                ny, nx = len(range(py, 101, q)), len(range(px, 97, q))
+                want[py::q, px::q] = twins.place_separable(s, ty[py], tx[px], r0[py], c0[px], ny, nx)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)

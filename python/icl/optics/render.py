@@ -170,20 +170,17 @@ def place(samples: np.ndarray, source: Source, scene: Scene, band: float, sampli
 
         return place_image(samples, source, scene, band, sampling)
     if source.extent.kind == "point":
-        out = np.empty((n, n))
-        phases = []
+        tables = []
         for base in (base_y, base_x):
-            row = []
+            taps, offsets = [], []
             for phi in range(q):
                 c = (phi + base) / q
-                taps = pixel_taps(c - math.floor(c), band, tol, q)
-                k = (taps.size - 1) // 2
-                row.append((taps, math.floor(c) - k + s // 2, len(range(phi, n, q))))
-            phases.append(row)
-        for py, (ty, r0, ny) in enumerate(phases[0]):
-            for px, (tx, c0, nx) in enumerate(phases[1]):
-                out[py::q, px::q] = core.place_separable(samples, ty, tx, r0, c0, ny, nx)
-        return out
+                t = pixel_taps(c - math.floor(c), band, tol, q)
+                taps.append(t)
+                offsets.append(math.floor(c) - (t.size - 1) // 2 + s // 2)
+            tables.append((np.stack(taps), np.array(offsets, dtype=np.intp)))
+        (ty, r0), (tx, c0) = tables
+        return core.place_polyphase(samples, ty, tx, r0, c0, n, n)
     fx, fy = math.floor(base_x), math.floor(base_y)
     kern, k2 = disk_kernel(base_y - fy, base_x - fx, source.extent.diameter_arcmin / step, band, tol)
     return core.convolve_linear(samples, kern, fy + k2 + s // 2, fx + k2 + s // 2, n, n)
