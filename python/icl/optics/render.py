@@ -221,7 +221,7 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
                 f"{scene.pupil.diameter_mm} mm pupil at {min(l for l, _ in src.spectrum)} nm (band {band:.3f} > {MAX_BAND})")
         weighted = sum(w * ps.samples for ps, w in parts)
         if src.flux != 0.0 and np.any(weighted):
-            comps[i] = src.flux * place(np.asarray(weighted, dtype=float), src, scene, band, sampling, q)
+            np.multiply(place(np.asarray(weighted, dtype=float), src, scene, band, sampling, q), src.flux, out=comps[i])
         grid_energy = src.flux * sum(w * ps.grid_energy for ps, w in parts)
         ledgers.append(energy_ledger(src, scene.pupil, comps[i], grid_energy))
         for (lam, _), (ps, _) in zip(src.spectrum, parts):
