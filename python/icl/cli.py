@@ -10,8 +10,8 @@ import click
 from icl import __version__
 from icl.errors import InputError
 
-# Modules whose ``COMMANDS`` list is added to the top-level group (imported lazily-light: heavy
-# imports stay inside the command bodies).
+# Modules whose ``COMMANDS`` list is added to the top-level group (heavy imports stay inside the
+# command bodies, so this costs little).
 COMMAND_MODULES = (
     "icl.optics.cli",
     "icl.halo.cli",
@@ -43,11 +43,5 @@ def main() -> None:
 
 
 for _name in COMMAND_MODULES:
-    try:
-        _mod = importlib.import_module(_name)
-    except ModuleNotFoundError as exc:
-        if not _name.startswith(str(exc.name)):
-            raise
-        continue
-    for _cmd in getattr(_mod, "COMMANDS", ()):
+    for _cmd in importlib.import_module(_name).COMMANDS:
         main.add_command(_cmd)
