@@ -44,11 +44,12 @@ def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRAT
         The submission folders, in ``strategies`` order.
 
     """
+    import importlib.util
+
     import icl
-    from icl import _core
 
     pkg_dir = Path(icl.__file__).parent
-    core = Path(_core.__file__)
+    core = Path(importlib.util.find_spec("icl._core").origin)  # the compiled file, copied as is
     version = getattr(icl, "__version__", "0")
     folders = []
     for s in strategies:
