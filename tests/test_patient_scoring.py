@@ -233,3 +233,15 @@ def test_bootstrap_is_seeded_and_needs_two_patients():
     assert bootstrap_ci([70.0]) is None
     a, b = bootstrap_ci([10.0, 50.0, 90.0]), bootstrap_ci([10.0, 50.0, 90.0])
     assert a == b and 10.0 <= a[0] < 50.0 < a[1] <= 90.0
+
+
+def test_matching_does_not_depend_on_feature_order():
+    # Two predicted rings overlapping neither reference ring: every pair has IoU 0, so only the
+    # distance tie-break decides; each prediction must pair with its nearer reference ring.
+    ref_feats = [circle(fid="R1", cx=-3.0, r=0.5), circle(fid="R2", cx=3.0, r=0.5)]
+    pred = prediction(TARGET, [circle(fid="P1", cx=-2.0, r=0.5), circle(fid="P2", cx=2.0, r=0.5)])
+    a = score_report(pred, record(ref_feats), MaskCache(256))
+    b = score_report(pred, record(ref_feats[::-1]), MaskCache(256))
+    assert a["S"] == b["S"] and a["C"] == b["C"]
+    near = chamfer_distance(pred["features"][0], ref_feats[0])  # P1-R1 and P2-R2 mirror each other
+    assert a["C"] == pytest.approx(math.exp(-near / 0.25), rel=1e-12)

@@ -46,6 +46,7 @@ MEASURED_STIMULUS = (
 )
 SYMPTOMS = ("visibility", "bother", "impact_7d")
 UNMATCHED_COST = 1.0
+TIE_BREAK = 1e-9
 _FORBIDDEN = 1e6
 
 
@@ -82,7 +83,8 @@ def match_features(
     """Exact minimum-cost matching of predicted to reference features.
 
     A pair costs ``1 - IoU`` of the two single-feature bands and exists only when both name the same source; a
-    feature left unmatched costs 1. Solved on the usual square extension (real pairs, one "unmatched" slot per
+    feature left unmatched costs 1. Ties in IoU are broken by the curves' mean distance (weight < 1e-9), so
+    the matching does not depend on the order of the features. Solved on the usual square extension (real pairs, one "unmatched" slot per
     feature) with :func:`scipy.optimize.linear_sum_assignment`.
 
     Returns
@@ -100,7 +102,10 @@ def match_features(
         for j, r in enumerate(ref):
             if p["source_id"] == r["source_id"] and p["source_id"] != UNCERTAIN:
                 ious[i, j] = _iou(masks(p), masks(r)) if (masks(p).any() or masks(r).any()) else 0.0
-                cost[i, j] = 1.0 - ious[i, j]
+                # Pairs of equal IoU (e.g. none overlapping) go to the nearest curves, not to list order:
+                # a tie-break below 1e-9, far under any IoU difference a raster can resolve.
+                d = chamfer_distance(p, r)
+                cost[i, j] = 1.0 - ious[i, j] + TIE_BREAK * d / (1.0 + d)
     cost[np.arange(npred), nref + np.arange(npred)] = UNMATCHED_COST
     cost[npred + np.arange(nref), np.arange(nref)] = UNMATCHED_COST
     cost[npred:, nref:] = 0.0
