@@ -138,3 +138,20 @@ def test_pro_validate_reports_hostile_files(sub, make, file, needle):
     mine = [i for i in report["issues"] if i["file"] == f"results/C05/{file}"]
     assert mine and any(needle in i["message"] for i in mine), report["issues"]
     assert not (case / corpus.MARKER).exists()
+
+
+def test_sets_json_inside_an_output_folder_is_not_trusted(tmp_path):
+    # A program could write its own sets.json claiming clean harness records; beside results/ it is refused.
+    from icl.errors import InputError
+    from icl.pro.score import load_sets
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "sets.json").write_text('{"sets": [{"set": "base", "instances": [], "output": "x", '
+                                        '"record": {"ok": true, "violations": []}}]}')
+    with pytest.raises(InputError, match="not trusted"):
+        load_sets(tmp_path)
+    (tmp_path / "results").rmdir()
+    (tmp_path / "sets.json").write_text('{"sets": [{"set": "base", "instances": [], "output": "x", '
+                                        '"record": {"ok": true, "violations": [1]}}]}')
+    with pytest.raises(InputError, match="violation names"):
+        load_sets(tmp_path)

@@ -24,7 +24,10 @@ def _num(value: Any, field_name: str, file: str | None, *, lo: float | None = No
          hi: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"expected a number, got {type(value).__name__}", file, field_name)
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:
+        raise InputError("number too large for a double", file, field_name) from None
     if not math.isfinite(v):
         raise InputError("must be finite", file, field_name)
     if lo is not None and (v <= lo if lo_open else v < lo):

@@ -297,10 +297,11 @@ class InstanceScorer:
         return best, "converged series found" if best else "no converged series of at least three levels"
 
     def k_repeat(self, ch: Check, r: dict) -> tuple[float, str]:
-        a, b = self._file(r["case"], "psf_linear.npz"), self._file(r["case"], "psf_repeat.npz")
-        if a.read_bytes() == b.read_bytes():
+        # Both files must first be valid PSFs (bounded, finite, on the grid): identical garbage is no repeat.
+        first, again = self.psf(r["case"]), self.psf(r["case"], "psf_repeat")
+        if first.tobytes() == again.tobytes():
             return 1.0, "bit-identical"
-        d = float(np.abs(self.psf(r["case"]) - self.psf(r["case"], "psf_repeat")).max())
+        d = float(np.abs(first - again).max())
         return (0.5 if d <= 1e-12 else 0.0), f"max difference {d:.3g}"
 
     def k_manifest(self, ch: Check, r: dict) -> tuple[float, str]:
@@ -374,6 +375,9 @@ def load_sets(run_dir: str | Path) -> list[dict] | None:
     p = Path(run_dir) / "sets.json"
     if not p.is_file():
         return None
+    if (Path(run_dir) / "results").exists():
+        # A program's OUTPUT holds results/; only the evaluator writes sets.json, beside the OUTPUTs.
+        raise InputError("a run folder with results/ is a program's OUTPUT: its sets.json is not trusted", str(p))
     doc = load_json(p)
     sets = doc.get("sets") if isinstance(doc, dict) else None
     if not isinstance(sets, list):
@@ -382,6 +386,10 @@ def load_sets(run_dir: str | Path) -> list[dict] | None:
         if not isinstance(row, dict) or not isinstance(row.get("record"), dict) or \
                 not isinstance(row.get("instances"), list) or not isinstance(row.get("output"), str):
             raise InputError("expected {set, instances, output, record}", str(p), f"sets[{i}]")
+        rec = row["record"]
+        if not isinstance(rec.get("ok"), bool) or not isinstance(rec.get("violations", []), list) or \
+                not all(isinstance(v, str) for v in rec.get("violations", [])):
+            raise InputError("record needs a boolean ok and a list of violation names", str(p), f"sets[{i}].record")
         out = row["output"]
         if not out or "/" in out or "\\" in out or out.startswith("."):
             raise InputError("output must be a folder name inside the run", str(p), f"sets[{i}].output")
