@@ -119,6 +119,18 @@ def tap_halfwidth(xb: float, tol: float, q: int = 1) -> int:
 
 
 def pixel_taps(delta: float, xb: float, tol: float, q: int = 1) -> np.ndarray:
+    """Cached :func:`design_taps` (offsets rounded to 1e-12 sample; sources often share them)."""
+    return _cached_taps(round(delta, 12), design_band(xb), tol, q)
+
+
+@lru_cache(maxsize=256)
+def _cached_taps(delta: float, xb: float, tol: float, q: int) -> np.ndarray:
+    taps = design_taps(delta, xb, tol, q)
+    taps.setflags(write=False)
+    return taps
+
+
+def design_taps(delta: float, xb: float, tol: float, q: int = 1) -> np.ndarray:
     """Taps ``t[b] = g(k - b + delta)``, b = 0..2k+1, of the pixel-integration kernel.
 
     ``g(t)`` integrates the band-limited intensity over a pixel centred at ``t`` samples; the sum
