@@ -22,7 +22,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from analytic import airy_pixel_flux  # noqa: E402
-
 from icl.optics import ICL, Detector, Pupil, Sampling, Scene, Source, render  # noqa: E402
 from icl.optics.render import psf_samples  # noqa: E402
 from icl.parallel import run_tasks  # noqa: E402

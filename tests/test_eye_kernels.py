@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-
 from icl._core_loader import core
 from icl.eye.trace import CLIPPED, TIR, WALL, Placement, Rays, Step, Surface, TraceOptions, trace
 

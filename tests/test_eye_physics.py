@@ -1,10 +1,7 @@
 """Physics anchors of the thick eye: paraxial focus, plate shift, Navarro 1985 power, path energies."""
 
-import math
 
-import numpy as np
 import pytest
-
 from icl.eye import Placement, Rays, Step, Surface, TraceOptions, navarro_1985, paraxial, trace
 from icl.eye.ledger import path_ledger
 from icl.eye.paraxial import correcting_icl, retina_for_excess

@@ -3,7 +3,6 @@
 import atexit
 
 import numpy as np
-
 from icl import fftw
 from icl.optics import Detector, Pupil, Scene, Source, render
 from icl.optics.render import psf_samples

@@ -21,9 +21,8 @@ def test_display_mapping_is_fixed():
 
 @pytest.mark.browser
 def test_gallery_loads_in_chromium(tmp_path):
-    from playwright import sync_api as playwright
-
     from icl.halo.gallery import case_png, write_gallery
+    from playwright import sync_api as playwright
 
     assert shutil.which("chromium"), "Debian's chromium is missing: `make test-deps` installs it"
 

@@ -5,7 +5,6 @@ import stat
 
 import numpy as np
 import pytest
-
 from hostile import corpus
 from icl.errors import InputError
 from icl.io import load_json, load_npz, write_json, write_npz

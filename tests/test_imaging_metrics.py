@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-
 from icl.imaging.metrics import (
     airy_encircled_energy,
     analytic_mtf_square_integral,

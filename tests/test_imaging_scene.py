@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from icl.errors import InputError
 from icl.imaging.display import DisplayMapping, to_rgb8
 from icl.imaging.scene_image import ImageMap, write_map_npz

@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from icl._paths import cases_dir
 from icl.cli import main
 from icl.io import load_npz

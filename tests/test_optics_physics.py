@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-
 from analytic import airy_pixel_flux, radial_extremum
 from icl.optics import ICL, Detector, Extent, Pupil, Sampling, Scene, Source, render
 from icl.optics.render import psf_samples, support_samples

@@ -2,7 +2,6 @@ import copy
 import json
 
 import pytest
-
 from icl.errors import InputError
 from icl.pro.catalog import GROUP_WEIGHTS, default_path, load_catalog
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from icl.io import write_json, write_npz
 from icl.pro.cli_harness import COMMANDS
 from icl.pro.contract import Issue, manifest_schema, validate_results, validate_submission

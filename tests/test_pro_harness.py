@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from icl.io import sha256_file
 from icl.pro.cli_harness import COMMANDS
 from icl.pro.contract import validate_results

@@ -2,7 +2,6 @@ import shutil
 
 import numpy as np
 import pytest
-
 from icl.io import load_npz, write_json, write_npz
 from icl.pro.generate import generate
 from icl.pro.score import score_run, score_submission

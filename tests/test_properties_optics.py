@@ -3,7 +3,6 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from icl.optics import ICL, Detector, Pupil, Sampling, Scene, Source, render
 
 N = 64

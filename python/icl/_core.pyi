@@ -1,22 +1,24 @@
-"""
-C++ kernels of ICL-Bench: pupil, FFT propagation, convolution, ray tracing
+"""C++ kernels of ICL-Bench: pupil, FFT propagation, convolution, ray tracing
 """
 from __future__ import annotations
+
 import collections.abc
+import typing
+
 import numpy
 import numpy.typing
-import typing
+
 __all__: list[str] = ['HoleMode', 'PupilParams', 'RaySurface', 'SurfaceKind', 'TraceOptions', 'build_pupil', 'convolve_linear', 'disk_coverage', 'export_wisdom', 'fast_length', 'fresnel', 'import_wisdom', 'num_threads', 'place_polyphase', 'place_separable', 'psf_window', 'set_num_threads', 'set_planner_measure', 'trace_rays']
 class HoleMode:
+    """Members:
+    
+    clear
+    
+    black
+    
+    index_matched
     """
-    Members:
-    
-      clear
-    
-      black
-    
-      index_matched
-    """
+
     __members__: typing.ClassVar[dict[str, HoleMode]]
     black: typing.ClassVar[HoleMode]
     clear: typing.ClassVar[HoleMode]
@@ -56,9 +58,9 @@ class HoleMode:
     def value(self) -> int:
         ...
 class PupilParams:
+    """Thin-phase pupil parameters in SI units (m, D, rad).
     """
-    Thin-phase pupil parameters in SI units (m, D, rad).
-    """
+
     hole: HoleMode
     icl_present: bool
     def __init__(self) -> None:
@@ -142,15 +144,15 @@ class PupilParams:
     def tilt_v(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
 class SurfaceKind:
+    """Members:
+    
+    plane
+    
+    conic
+    
+    asphere
     """
-    Members:
-    
-      plane
-    
-      conic
-    
-      asphere
-    """
+
     __members__: typing.ClassVar[dict[str, SurfaceKind]]
     asphere: typing.ClassVar[SurfaceKind]
     conic: typing.ClassVar[SurfaceKind]
@@ -190,9 +192,9 @@ class SurfaceKind:
     def value(self) -> int:
         ...
 class RaySurface:
+    """One placed surface (mm): kind, curvature c, conic k, a4..a10, origin, rot (row-major 3x3, rows = local axes), annular aperture, optional hole wall, indices, reflect.
     """
-    One placed surface (mm): kind, curvature c, conic k, a4..a10, origin, rot (row-major 3x3, rows = local axes), annular aperture, optional hole wall, indices, reflect.
-    """
+
     kind: SurfaceKind
     reflect: bool
     def __init__(self) -> None:
@@ -282,9 +284,9 @@ class RaySurface:
     def wall_side(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
 class TraceOptions:
+    """Switches of the tracer: apertures, Fresnel weights, optical path.
     """
-    Switches of the tracer: apertures, Fresnel weights, optical path.
-    """
+
     apertures: bool
     fresnel: bool
     opl: bool
@@ -303,54 +305,42 @@ class TraceOptions:
     def newton_tol(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
 def build_pupil(params: PupilParams, n: typing.SupportsInt | typing.SupportsIndex, du: typing.SupportsFloat | typing.SupportsIndex, wavelength: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.complex128]:
-    """
-    Complex pupil A exp(2 pi i W / lambda) on an n x n grid of pitch du (m); rows follow v, columns u.
+    """Complex pupil A exp(2 pi i W / lambda) on an n x n grid of pitch du (m); rows follow v, columns u.
     """
 def convolve_linear(a: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], k: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.SupportsInt | typing.SupportsIndex, c0: typing.SupportsInt | typing.SupportsIndex, n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-    """
-    Window of the full zero-padded linear convolution a * k starting at (r0, c0).
+    """Window of the full zero-padded linear convolution a * k starting at (r0, c0).
     """
 def disk_coverage(cx: typing.SupportsFloat | typing.SupportsIndex, cy: typing.SupportsFloat | typing.SupportsIndex, r: typing.SupportsFloat | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, du: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-    """
-    Exact area fraction of each cell of an n x n grid (pitch du, centred) inside a disk.
+    """Exact area fraction of each cell of an n x n grid (pitch du, centred) inside a disk.
     """
 def export_wisdom() -> str:
     ...
 def fast_length(n: typing.SupportsInt | typing.SupportsIndex) -> int:
-    """
-    Smallest 7-smooth integer >= n.
+    """Smallest 7-smooth integer >= n.
     """
 def fresnel(n1: typing.SupportsFloat | typing.SupportsIndex, n2: typing.SupportsFloat | typing.SupportsIndex, cos_i: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64]]:
-    """
-    Unpolarised Fresnel coefficients (rs, rp, ts, tp, R, T) from index n1 into n2 at incidence cosines cos_i.
+    """Unpolarised Fresnel coefficients (rs, rp, ts, tp, R, T) from index n1 into n2 at incidence cosines cos_i.
     """
 def import_wisdom(text: str) -> bool:
     ...
 def num_threads() -> int:
-    """
-    Worker threads used by the kernels.
+    """Worker threads used by the kernels.
     """
 def place_polyphase(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], c0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-    """
-    Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, c0[j % q] + j // q.
+    """Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, c0[j % q] + j // q.
     """
 def place_separable(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.SupportsInt | typing.SupportsIndex, c0: typing.SupportsInt | typing.SupportsIndex, n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-    """
-    out[i,j] = sum_ab ty[a] tx[b] s[r0+i+a, c0+j+b] (zero outside s).
+    """out[i,j] = sum_ab ty[a] tx[b] s[r0+i+a, c0+j+b] (zero outside s).
     """
 def psf_window(pupil: typing.Annotated[numpy.typing.ArrayLike, numpy.complex128], m: typing.SupportsInt | typing.SupportsIndex, s: typing.SupportsInt | typing.SupportsIndex, scale: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-    """
-    scale * |FFT_m(pupil)|^2 on the centred s x s window of angular indices -s/2 .. s/2-1.
+    """Scale * |FFT_m(pupil)|^2 on the centred s x s window of angular indices -s/2 .. s/2-1.
     """
 def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
-    """
-    Set the worker threads (results do not depend on this number).
+    """Set the worker threads (results do not depend on this number).
     """
 def set_planner_measure(measure: bool) -> None:
-    """
-    Plan new FFTs with FFTW_MEASURE (True) or FFTW_ESTIMATE (False).
+    """Plan new FFTs with FFTW_MEASURE (True) or FFTW_ESTIMATE (False).
     """
 def trace_rays(surfaces: collections.abc.Sequence[RaySurface], options: TraceOptions, x: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], y: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], z: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], l: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], m: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], opl: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], w: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], flags: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32]) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.uint32]]:
-    """
-    Trace rays (structure of arrays, mm) through the surfaces in order; returns new (x, y, z, l, m, n, opl, w, flags). Rays with a non-zero flag are left untouched.
+    """Trace rays (structure of arrays, mm) through the surfaces in order; returns new (x, y, z, l, m, n, opl, w, flags). Rays with a non-zero flag are left untouched.
     """

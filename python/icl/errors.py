@@ -14,6 +14,7 @@ class InputError(ValueError):
         Path of the file at fault.
     field : str, optional
         Dotted path of the field at fault (e.g. ``pupil.icl.hole``).
+
     """
 
     def __init__(self, message: str, file: str | None = None, field: str | None = None):

@@ -156,6 +156,7 @@ def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     InputError
         If the file is missing, not a regular file (FIFO, device), too large, not UTF-8, not JSON,
         too deeply nested, or holds a number that overflows a double.
+
     """
     path = Path(path)
     file = str(path)
@@ -204,6 +205,7 @@ def load_npz(
     Returns
     -------
     dict of str to ndarray
+
     """
     path = Path(path)
     file = str(path)

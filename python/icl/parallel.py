@@ -53,6 +53,7 @@ def run_tasks(fn: Callable[[Any], T], tasks: Sequence[Any], *, scheduler: str | 
         Label of the progress bar.
     quiet : bool
         Hide the progress bar.
+
     """
     results: list[Any] = [None] * len(tasks)
     with _progress(description, len(tasks), quiet) as prog:

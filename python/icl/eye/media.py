@@ -53,6 +53,7 @@ class Medium:
     reference : tuple of float or None
         Indices (n** at 365 nm, n_F at 486.1 nm, n_C at 656.3 nm, n* at 1014 nm) fed to the Navarro
         dispersion model; ``None`` takes Navarro's Table 1 entry for ``name``.
+
     """
 
     name: str

@@ -37,6 +37,7 @@ class Eye:
     placements : tuple of Placement or None
         Rigid decentre and tilt of each surface about its own vertex (``z`` of each placement is added to
         the vertex position); ``None`` for a centred eye. Paraxial constants use the centred system.
+
     """
 
     surfaces: tuple[tuple[Surface, Medium], ...]
@@ -132,6 +133,7 @@ class Implant:
     vault_mm : float
         Vault: distance along the eye's optical axis (+z), at the implant's centre (x, y), from the implant
         back surface to the crystalline lens front surface. Not the anterior chamber depth.
+
     """
 
     front: Surface

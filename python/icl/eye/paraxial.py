@@ -29,6 +29,7 @@ class Paraxial:
         Iris height per entrance-pupil height.
     exit_pupil_z : float
         Axial position of the exit pupil (image of the iris through the surfaces behind it).
+
     """
 
     power_d: float
@@ -73,7 +74,8 @@ def paraxial(eye: Eye, implant: Implant | None = None, wavelength_nm: float = 55
 
 def retina_for_excess(eye: Eye, excess_d: float, wavelength_nm: float = 550.0) -> float:
     """Retina position making ``eye`` myopic by ``excess_d`` (D, vergence at its entrance pupil): the
-    paraxial image of the far point ``1000 / excess_d`` mm in front of the entrance pupil."""
+    paraxial image of the far point ``1000 / excess_d`` mm in front of the entrance pupil.
+    """
     par = paraxial(eye, None, wavelength_nm)
     if excess_d == 0:
         return par.back_focal_z

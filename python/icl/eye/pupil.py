@@ -59,6 +59,7 @@ class ThickPupil:
         Include Fresnel transmission in the amplitude.
     wavelength_nm : float or None
         Fix the index dispersion to this wavelength; ``None`` uses each rendered wavelength.
+
     """
 
     eye: Eye

@@ -70,6 +70,7 @@ class Surface:
         inside, -1 outside, 0 none.
     reflect : bool
         Take the reflected (Fresnel R) branch instead of the refracted one.
+
     """
 
     name: str

@@ -23,7 +23,6 @@ byte-identical for a given seed and package version.
 from __future__ import annotations
 
 import json
-
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any

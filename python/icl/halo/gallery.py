@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import io
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np

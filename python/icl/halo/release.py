@@ -178,6 +178,7 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
     scheduler, workers :
         Where the independent renders and figures run (see :func:`icl.parallel.run_tasks`); the
         release is bit-identical whichever is chosen.
+
     """
     from icl.parallel import run_tasks
 

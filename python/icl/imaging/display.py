@@ -33,6 +33,7 @@ class DisplayMapping:
         Flux density (source-flux units per arcmin^2) shown at full value.
     knee : float
         Flux density where the tone curve turns from linear to logarithmic.
+
     """
 
     white: float = 1.0
@@ -70,6 +71,7 @@ def to_rgb8(components: np.ndarray, colours: np.ndarray, pitch_arcsec: float, ma
     pitch_arcsec : float
         Pixel pitch, to turn pixel flux into flux per arcmin^2.
     mapping : DisplayMapping
+
     """
     area = (pitch_arcsec / 60.0) ** 2
     density = np.einsum("kij,kc->ijc", np.asarray(components, dtype=float), np.asarray(colours, dtype=float)) / area

@@ -45,6 +45,7 @@ class FieldDeviation:
         Peak of this PSF over the on-axis peak (both unit flux).
     mtf_tangential, mtf_sagittal : ndarray
         MTF at the requested frequencies.
+
     """
 
     x_deg: float
@@ -147,6 +148,7 @@ def render_patched(sources: tuple[Source, ...], detector: Detector, pupil_at: Pu
     -------
     components : ndarray, shape (n_sources, n, n)
     scene : ndarray, shape (n, n)
+
     """
     parts: dict[tuple[int, int], list[tuple[int, Source]]] = {}
     for k, src in enumerate(sources):

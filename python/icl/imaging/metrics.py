@@ -15,11 +15,10 @@ from scipy.integrate import quad
 from scipy.special import j0, j1
 
 from icl._core_loader import core
+from icl.imaging.mtf import DEFAULT_PERIOD, analytic_mtf, default_pitch_arcsec, psf_period
 from icl.optics.model import ARCSEC
 from icl.optics.render import PupilModel
 from icl.optics.sampling import Sampling, make_grid
-
-from icl.imaging.mtf import DEFAULT_PERIOD, analytic_mtf, default_pitch_arcsec, psf_period
 
 # Pure defocus of a = peak-to-valley waves has S = sinc^2(pi a) exactly and rms s = a / sqrt(12).
 # With k = (2 pi s)^2: ln S = -k - k^2/10 - 2 k^3/105 - ..., so |S - exp(-k)| <= k^2/10 + k^3/20: the
@@ -51,6 +50,7 @@ class Strehl:
         Stated error of the Marechal value for defocus, ``k^2/10 + k^3/20`` with ``k = (2 pi rms)^2``.
     phase_span_waves : float
         Largest |phase - mean| in waves; above 1/2 the phase is wrapped and ``rms_waves`` is invalid.
+
     """
 
     from_psf: float
@@ -112,6 +112,7 @@ def encircled_energy(samples: np.ndarray, pitch_arcsec: float, radii_arcmin: np.
         Radii (arcmin), each below half the period.
     centre_arcmin : (x, y)
         Centre of the circles.
+
     """
     s = np.asarray(samples, dtype=float)
     m = s.shape[0]

@@ -67,6 +67,7 @@ class Otf:
         Wavelength, if monochromatic.
     error_bound : float
         Bound on ``|OTF - exact|`` at every frequency from the window (0 for a full period).
+
     """
 
     values: np.ndarray
@@ -146,6 +147,7 @@ def psf_period(pupil: PupilModel, wavelength_nm: float, pitch_arcsec: float | No
     -------
     icl.optics.render.PsfSamples
         ``samples[i, j] = p^2 I`` at angle ``((i - m/2) p, (j - m/2) p)``.
+
     """
     if period % 2 or int(core.fast_length(period)) != period:
         raise ValueError(f"period {period} must be even with prime factors 2, 3, 5, 7 only")
@@ -178,6 +180,7 @@ def otf_from_samples(samples: np.ndarray, pitch_arcsec: float, wavelength_nm: fl
         sampled pupil's sharp edge diffracts a small flux (the ledger's ``beyond_grid``) beyond the
         period; light spread that wide has a transfer function confined to ``|f| < 1 / period``, so
         it is missing only from the zero-frequency sample, which this value restores.
+
     """
     s = np.asarray(samples, dtype=float)
     m = s.shape[0]
@@ -226,6 +229,7 @@ def otf_from_detector(image: np.ndarray, pitch_arcsec: float, centre_arcmin: tup
     outside_flux : float
         Flux of the PSF outside the window (the ledger's ``outside_window``); with the pixel MTF it
         gives :attr:`Otf.error_bound`.
+
     """
     img = np.asarray(image, dtype=float)
     n = img.shape[0]

@@ -49,6 +49,7 @@ class ImageMap:
         File the map was read from (kept for the JSON round trip).
 
     Equality and hashing use the SHA-256 of the normalised map and the pitch.
+
     """
 
     def __init__(self, values: Any, pitch_arcsec: float, path: str | None = None, *,
@@ -170,6 +171,7 @@ def image_kernel(image: ImageMap, delta_y: float, delta_x: float, ratio: float, 
     -------
     kernel : ndarray, shape (2 Ky + 1, 2 Kx + 1)
     ky, kx : int
+
     """
     from icl.optics.sampling import design_band, taper, taper_halfwidth
 

@@ -71,6 +71,7 @@ class ICL:
         Central hole diameter (mm); 0 means no hole.
     hole : {'clear', 'black', 'index_matched'}
         What fills the hole: uncorrected light, nothing, or the optic's own correction.
+
     """
 
     power_d: float = -8.0
@@ -120,6 +121,7 @@ class Pupil:
         Myopic excess of the eye over the whole pupil (D).
     icl : ICL or None
         The implanted lens; ``None`` for an eye without ICL.
+
     """
 
     diameter_mm: float = 3.2
@@ -169,6 +171,7 @@ class Detector:
         Pixels per side.
     pitch_arcsec : float
         Pixel pitch (arcsec).
+
     """
 
     n: int = 512
@@ -202,7 +205,8 @@ class Detector:
 @dataclass(frozen=True)
 class Extent:
     """Angular extent of a source: a point, a uniform incoherent disk, or a linear radiance map
-    (:class:`icl.imaging.scene_image.ImageMap`), each carrying the same total flux."""
+    (:class:`icl.imaging.scene_image.ImageMap`), each carrying the same total flux.
+    """
 
     kind: str = "point"
     diameter_arcmin: float = 0.0
@@ -261,6 +265,7 @@ class Source:
         Wavelengths and weights, used as given (not renormalised).
     extent : Extent
         Point or uniform disk.
+
     """
 
     id: str = "L1"

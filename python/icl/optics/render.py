@@ -9,8 +9,8 @@ from typing import Protocol
 
 import numpy as np
 
-from icl._core_loader import core
 from icl import fftw  # noqa: F401  (honours ICL_FFTW_MEASURE)
+from icl._core_loader import core
 from icl.optics.model import ARCSEC, Detector, Scene, Source
 from icl.optics.sampling import (
     COARSE_BAND,
@@ -37,7 +37,8 @@ class PupilModel(Protocol):
 
     def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
         """Complex pupil on an n x n grid of pitch ``du`` (m) centred on the origin (row = v, column = u),
-        normalised so that a clear pupil has unit amplitude."""
+        normalised so that a clear pupil has unit amplitude.
+        """
 
     def blocked_fraction(self) -> float:
         """Exact fraction of the clear pupil's area that is opaque."""
@@ -77,7 +78,8 @@ def psf_samples(pupil: PupilModel, wavelength_nm: float, pitch_arcsec: float, su
 
 def _band_estimate(scene: Scene) -> float:
     """Upper estimate of the intensity band edge in cycles per pixel: pitch * D / lambda_min plus the
-    pupil grid's guard cells."""
+    pupil grid's guard cells.
+    """
     lam = min(lam for s in scene.sources for lam, _ in s.spectrum) * 1e-9
     return scene.detector.pitch_arcsec * ARCSEC * scene.pupil.diameter_mm * 1e-3 / lam + 0.01
 
@@ -125,6 +127,7 @@ class RenderResult:
         Energy ledger of each source (see :func:`energy_ledger`).
     sampling : dict
         Numerical parameters actually used.
+
     """
 
     components: np.ndarray
@@ -202,6 +205,7 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     Returns
     -------
     RenderResult
+
     """
     sampling = sampling or Sampling()
     det = scene.detector

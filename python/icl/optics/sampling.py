@@ -45,6 +45,7 @@ class Sampling:
         + largest extent radius (DESIGN.md section 4).
     tap_tolerance : float
         Largest error allowed in the pixel-integration filter's response on the intensity band.
+
     """
 
     fft_factor: float = 2.0
@@ -148,6 +149,7 @@ def design_taps(delta: float, xb: float, tol: float, q: int = 1) -> np.ndarray:
         Largest allowed response error on the band.
     q : int
         Samples are q pixels apart (the pixel is 1/q sample wide).
+
     """
     xb = design_band(xb)
     k = tap_halfwidth(xb, tol, q)
@@ -187,6 +189,7 @@ class Grid:
         Pupil sample pitch (m), ``wavelength / (m * pitch)``.
     n : int
         Pupil samples per side (covers the pupil plus one guard cell on each side).
+
     """
 
     m: int

@@ -88,6 +88,7 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     ------
     InputError
         Naming the file and the field at fault.
+
     """
     import jsonschema
 

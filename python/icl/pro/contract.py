@@ -67,6 +67,7 @@ class Issue:
         Dotted field or array name inside the file, empty when the whole file is at fault.
     message : str
         What is wrong.
+
     """
 
     file: str
@@ -90,6 +91,7 @@ class Report:
         Every problem found, in walk order; empty for a valid submission.
     cases : list of str
         Case ids found under ``results/`` (valid or not).
+
     """
 
     root: str
@@ -563,6 +565,7 @@ def validate_submission(path: str | os.PathLike) -> Report:
     Report
         Every issue found, each naming the file (relative to ``path``) and the field. A submission is valid
         when ``report.ok``. Unreadable or hostile content becomes an issue; nothing is executed.
+
     """
     root = Path(path)
     report = Report(str(path))
@@ -608,6 +611,7 @@ def validate_results(path: str | os.PathLike) -> Report:
     -------
     Report
         As for :func:`validate_submission`, with file names relative to ``path``.
+
     """
     root = Path(path)
     report = Report(str(path))

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -201,7 +202,8 @@ def _render(b: Built, name: str, pkg: dict, thick: bool = False) -> tuple[np.nda
 def _edge_free(pkg: dict) -> bool:
     """True when no light passes outside the optic zone (pupil within the zone; the cornea only magnifies
     the zone's footprint on the entrance pupil). Light through the edge is defocused by the whole myopia and
-    aliases on the reference window, so such cases keep the thin-phase engine."""
+    aliases on the reference window, so such cases keep the thin-phase engine.
+    """
     return pkg["eye"]["pupil_diameter"]["value"] <= pkg["implant"]["optic_zone_diameter"]["value"]
 
 
@@ -863,6 +865,7 @@ def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_p
     -------
     dict
         Summary: instance counts per split, group counts, engines, seconds.
+
     """
     import time
 

@@ -139,6 +139,7 @@ class Limits:
         Total size of OUTPUT; the sandbox is killed when it passes.
     log_bytes : int
         Bytes of stdout and of stderr kept in the logs (the rest is counted and dropped).
+
     """
 
     cpus: int = 4
@@ -225,6 +226,7 @@ def tree_sha256(root: str | os.PathLike) -> str:
     -------
     str
         Hex digest; equal for trees with equal content regardless of timestamps and owners.
+
     """
     root = Path(root)
     h = hashlib.sha256()
@@ -463,7 +465,8 @@ def _children(pid: int) -> list[int]:
 def _kill_sandbox(proc: subprocess.Popen) -> None:
     """Kill the wrapper's process group, then the namespace's first process (the kernel then kills the
     whole PID namespace). The group goes first so the wrapper dies by SIGKILL itself rather than
-    exiting on its own after seeing its child die; its children are listed before, while it lives."""
+    exiting on its own after seeing its child die; its children are listed before, while it lives.
+    """
     children = _children(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -605,6 +608,7 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     Returns
     -------
     RunRecord
+
     """
     submission, input_dir, output_dir = Path(submission), Path(input_dir), Path(output_dir)
     limits = limits or Limits(cpus=cpus, memory_bytes=parse_size(memory), timeout_s=float(timeout_s))

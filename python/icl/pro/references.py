@@ -25,7 +25,8 @@ ENGINE = "icl.optics.render (thin-phase)"
 class Surface:
     """A refracting surface: vertex depth ``z`` (mm from the anterior corneal vertex), radius (mm,
     positive when the centre of curvature lies behind the vertex; ``inf`` for a plane) and the index
-    of the medium behind it."""
+    of the medium behind it.
+    """
 
     z: float
     radius: float

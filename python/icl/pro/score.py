@@ -445,6 +445,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     -------
     dict
         Per-check scores with reasons, template, group and total scores, gates, pending counts and cost.
+
     """
     release, run_dir = Path(release), Path(run_dir)
     catalog = catalog or load_catalog(release / "catalog.json")

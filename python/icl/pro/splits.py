@@ -29,6 +29,7 @@ def check_leakage(records: Iterable[Mapping]) -> dict[str, int]:
     -------
     dict
         Number of distinct groups per key, for the report.
+
     """
     where: dict[tuple[str, str], set[str]] = defaultdict(set)
     for r in records:
