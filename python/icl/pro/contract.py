@@ -569,15 +569,9 @@ def validate_submission(path: str | os.PathLike) -> Report:
     """
     root = Path(path)
     report = Report(str(path))
-    try:
-        st = os.lstat(root)
-    except OSError as exc:
-        report.add(".", "", f"cannot read the submission folder: {exc.strerror or exc}")
+    tree = _open_folder(root, report, "submission")
+    if tree is None:
         return report
-    if not stat.S_ISDIR(st.st_mode):
-        report.add(".", "", "the submission must be a folder (not a link or a file)")
-        return report
-    tree = _Tree(root, report)
 
     def need_file(rel: str, check: Callable[[Report, Path, str], None]) -> None:
         _check_file(report, root, tree, rel, check)
@@ -615,16 +609,23 @@ def validate_results(path: str | os.PathLike) -> Report:
     """
     root = Path(path)
     report = Report(str(path))
+    tree = _open_folder(root, report, "results")
+    if tree is not None:
+        _check_cases(report, root, tree, ".")
+    return report
+
+
+def _open_folder(root: Path, report: Report, what: str) -> _Tree | None:
+    """The tree below ``root``, or None (with the issue recorded) when it is not a readable real folder."""
     try:
         st = os.lstat(root)
     except OSError as exc:
-        report.add(".", "", f"cannot read the results folder: {exc.strerror or exc}")
-        return report
+        report.add(".", "", f"cannot read the {what} folder: {exc.strerror or exc}")
+        return None
     if not stat.S_ISDIR(st.st_mode):
-        report.add(".", "", "the results must be a folder (not a link or a file)")
-        return report
-    _check_cases(report, root, _Tree(root, report), ".")
-    return report
+        report.add(".", "", f"the {what} must be a folder (not a link or a file)")
+        return None
+    return _Tree(root, report)
 
 
 def _check_file(report: Report, root: Path, tree: _Tree, rel: str,
