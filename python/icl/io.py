@@ -279,7 +279,7 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 def write_manifest(root: str | os.PathLike, extra: Mapping[str, Any] | None = None,
                    name: str = "manifest.json") -> dict[str, Any]:
-    """Write ``root/manifest.json`` with the package version, ``extra`` and the SHA-256 of every file."""
+    """Write ``root/manifest.json``: package and dependency versions, ``extra`` and the SHA-256 of every file."""
     from icl import __version__
 
     root = Path(root)
@@ -287,6 +287,13 @@ def write_manifest(root: str | os.PathLike, extra: Mapping[str, Any] | None = No
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.name != name and not p.name.startswith("."):
             files[p.relative_to(root).as_posix()] = sha256_file(p)
-    manifest = {"package": "icl-bench", "version": __version__, **(dict(extra) if extra else {}), "files": files}
+    import platform
+
+    import scipy
+
+    versions = {"icl-bench": __version__, "python": platform.python_version(), "numpy": np.__version__,
+                "scipy": scipy.__version__}
+    manifest = {"package": "icl-bench", "version": __version__, "versions": versions,
+                **(dict(extra) if extra else {}), "files": files}
     write_json(root / name, manifest)
     return manifest
