@@ -21,6 +21,27 @@ namespace icl {
 int num_threads();
 void set_num_threads(int n);
 
+// body(i, t) for i in [0, n), with t the worker's index in [0, workers(n)): lets a worker reuse scratch
+// buffers across its indices. Index i always goes to worker i % workers(n).
+inline int workers(std::ptrdiff_t n) { return static_cast<int>(std::max<std::ptrdiff_t>(1, std::min<std::ptrdiff_t>(num_threads(), n))); }
+
+template <class F>
+void parallel_for_worker(std::ptrdiff_t n, F&& body) {
+    const int nt = workers(n);
+    if (nt <= 1) {
+        for (std::ptrdiff_t i = 0; i < n; ++i) body(i, 0);
+        return;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(nt);
+    for (int t = 0; t < nt; ++t) {
+        pool.emplace_back([&, t] {
+            for (std::ptrdiff_t i = t; i < n; i += nt) body(i, t);
+        });
+    }
+    for (auto& th : pool) th.join();
+}
+
 template <class F>
 void parallel_for(std::ptrdiff_t n, F&& body) {
     const int nt = static_cast<int>(std::min<std::ptrdiff_t>(num_threads(), n));
