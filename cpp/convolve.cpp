@@ -34,9 +34,15 @@ void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
     const std::ptrdiff_t per_phase = (n1 + q - 1) / q;
     const std::ptrdiff_t w = per_phase + ntx - 1 + (cmax - cmin);  // s columns cmin .. cmin + w
     const std::ptrdiff_t q_lo = std::max<std::ptrdiff_t>(0, -cmin), q_hi = std::min<std::ptrdiff_t>(w, s1 - cmin);
-    parallel_for(n0, [&](std::ptrdiff_t i) {
+    // Scratch rows per worker, reused for all its output rows.
+    const int nw = workers(n0);
+    std::vector<std::vector<double>> tmps(nw, std::vector<double>(static_cast<std::size_t>(w)));
+    std::vector<std::vector<double>> accs(nw, std::vector<double>(static_cast<std::size_t>(per_phase)));
+    parallel_for_worker(n0, [&](std::ptrdiff_t i, int t) {
         const std::ptrdiff_t py = i % q, l = i / q;
-        std::vector<double> tmp(static_cast<std::size_t>(w), 0.0), acc(static_cast<std::size_t>(per_phase));
+        std::vector<double>& tmp = tmps[t];
+        std::vector<double>& acc = accs[t];
+        std::fill(tmp.begin(), tmp.end(), 0.0);
         for (std::ptrdiff_t a = 0; a < nty; ++a) {
             const std::ptrdiff_t sr = r0[py] + l + a;
             if (sr < 0 || sr >= s0 || q_hi <= q_lo) continue;
