@@ -2,6 +2,7 @@
 
 
 import pytest
+from icl.eye.media import AQUEOUS
 from icl.eye import Placement, Rays, Step, Surface, TraceOptions, navarro_1985, paraxial, trace
 from icl.eye.ledger import path_ledger
 from icl.eye.paraxial import correcting_icl, retina_for_excess
@@ -65,9 +66,25 @@ def test_ghost_energy_is_product_of_reflectances(myopic_eye_with_icl):
     eye, imp = myopic_eye_with_icl
     led = path_ledger(eye, imp, "ghost_icl", 550.0, n_side=201)
     main = path_ledger(eye, imp, "lens", 550.0, n_side=201)
-    ni, na = imp.material.index(550.0), imp.hole_medium.index(550.0)
+    ni, na = imp.material.index(550.0), AQUEOUS.index(550.0)  # the Navarro aqueous around the implant
     r = ((ni - na) / (ni + na)) ** 2
     # Ghost = main-path light x R_back x R_front (normal incidence; the beam is within ~10 deg of normal).
     assert led["transmitted"] / main["transmitted"] == pytest.approx(r * r, rel=0.02)
     for x in (led, main):
         assert abs(x["residual"]) < 1e-9
+
+
+def test_hole_fill_changes_only_the_hole_path(myopic_eye_with_icl):
+    # An index-matched fill (the implant's own material) refracts in the hole; the lens and edge paths
+    # keep the eye's aqueous around the implant.
+    from dataclasses import replace
+
+    from icl.eye.model import path_steps
+
+    eye, imp = myopic_eye_with_icl
+    filled = replace(imp, hole_medium=imp.material)
+    ni, na = imp.material.index(550.0), AQUEOUS.index(550.0)
+    hole = [s for s in path_steps(eye, filled, "hole", 550.0) if s.surface.name.startswith("icl")]
+    assert [(s.n1, s.n2) for s in hole] == [(na, ni), (ni, na)]
+    for path in ("lens", "edge"):
+        assert path_steps(eye, filled, path, 550.0) == path_steps(eye, imp, path, 550.0)

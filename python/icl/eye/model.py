@@ -133,6 +133,8 @@ class Implant:
     vault_mm : float
         Vault: distance along the eye's optical axis (+z), at the implant's centre (x, y), from the implant
         back surface to the crystalline lens front surface. Not the anterior chamber depth.
+    hole_medium : Medium or None
+        What fills the hole; None: the eye's aqueous humour, which also surrounds the implant either way.
 
     """
 
@@ -146,7 +148,7 @@ class Implant:
     tilt_deg: tuple[float, float] = (0.0, 0.0)
     rotation_deg: float = 0.0
     vault_mm: float = 0.5
-    hole_medium: Medium = field(default=AQUEOUS)
+    hole_medium: Medium | None = None
 
     def placement(self, eye: Eye) -> Placement:
         """Rigid placement: pivot at the back vertex, vault measured along +z at the implant centre."""
@@ -192,7 +194,10 @@ def path_steps(eye: Eye, implant: Implant | None, path: str, wavelength_nm: floa
     """
     if implant is None:
         return eye.steps(wavelength_nm)
-    na, ni = implant.hole_medium.index(wavelength_nm), implant.material.index(wavelength_nm)
+    steps = eye.steps(wavelength_nm)
+    na = steps[[s.surface.name for s in steps].index("lens_front")].n1  # aqueous around the implant
+    nh = na if implant.hole_medium is None else implant.hole_medium.index(wavelength_nm)
+    ni = implant.material.index(wavelength_nm)
     rh, roz = implant.hole_mm / 2.0, implant.optic_zone_mm / 2.0
     pl = implant.placement(eye)
     f, b = implant.front, implant.back
@@ -204,8 +209,8 @@ def path_steps(eye: Eye, implant: Implant | None, path: str, wavelength_nm: floa
     if path == "hole":
         if rh == 0:
             raise ValueError("the implant has no hole")
-        return _insert(eye, wavelength_nm, [Step(replace(f, aperture=(0.0, rh)), pl, na, na),
-                                             Step(replace(b, wall=(rh, +1)), pl, na, na)])
+        return _insert(eye, wavelength_nm, [Step(replace(f, aperture=(0.0, rh)), pl, na, nh),
+                                             Step(replace(b, wall=(rh, +1)), pl, nh, na)])
     if path == "edge":
         return _insert(eye, wavelength_nm, [Step(replace(f, aperture=(roz, math.inf)), pl, na, na),
                                              Step(replace(b, wall=(roz, -1)), pl, na, na)])
