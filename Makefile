@@ -9,9 +9,14 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test test-all dev wheel fuzz bench system-deps test-deps clean
 
-# Debian packages: FFTW (build), and for the tests chromium (browser tests), bubblewrap (sandbox)
+# Debian packages: for the build FFTW, a C++ compiler, Python headers and venv; for the tests chromium
+# (browser tests), bubblewrap (sandbox)
 # and procps. One apt-get update, only when something is missing.
-APT_BUILD := $(shell pkg-config --exists fftw3 2>/dev/null || echo libfftw3-dev pkg-config)
+APT_BUILD := $(shell pkg-config --exists fftw3 2>/dev/null || echo libfftw3-dev pkg-config) \
+             $(shell command -v g++ >/dev/null 2>&1 || echo g++) \
+             $(shell python3 -c "import sysconfig, os; assert os.path.exists(sysconfig.get_paths()['include'] + '/Python.h')" \
+                     >/dev/null 2>&1 || echo python3-dev) \
+             $(shell python3 -c "import ensurepip" >/dev/null 2>&1 || echo python3-venv)
 APT_TEST := $(shell command -v chromium >/dev/null 2>&1 || echo chromium) \
             $(shell command -v bwrap >/dev/null 2>&1 || echo bubblewrap) \
             $(shell command -v ps >/dev/null 2>&1 || echo procps)
@@ -29,18 +34,22 @@ test-deps:
 	$(call apt_install,$(APT_TEST))
 
 $(PY):
+	$(MAKE) system-deps
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
 # Editable install: Python edits are live; C++ edits need `make dev`.
+# The build runs without isolation (the editable install rebuilds in place), so its tools go into the venv.
+BUILD_TOOLS := scikit-build-core pybind11 cmake ninja
+
 $(STAMP): pyproject.toml CMakeLists.txt | $(PY)
 	$(MAKE) system-deps
-	$(PIP) install -q scikit-build-core pybind11
+	$(PIP) install -q $(BUILD_TOOLS)
 	flock /tmp/icl-build.lock $(PIP) install -q --no-build-isolation -e ".[test]"
 	touch $(STAMP)
 
 dev: system-deps | $(PY)
-	$(PIP) install -q scikit-build-core pybind11
+	$(PIP) install -q $(BUILD_TOOLS)
 	flock /tmp/icl-build.lock $(PIP) install -q --no-build-isolation -e ".[test]"
 	touch $(STAMP)
 
