@@ -33,18 +33,33 @@ FREE = {"min_pupil_samples": 1, "min_period_arcmin": 0.0}  # the period set by f
 
 CASES = {
     "airy-550nm": (Scene((Source(),), Pupil(eye_excess_d=0.0, icl=None), Detector()), "analytic"),
-    "airy-450nm-4.8mm": (Scene((Source(spectrum=((450.0, 1.0),)),), Pupil(diameter_mm=4.8, eye_excess_d=0.0, icl=None),
-                               Detector()), "analytic"),
+    "airy-450nm-4.8mm": (
+        Scene(
+            (Source(spectrum=((450.0, 1.0),)),),
+            Pupil(diameter_mm=4.8, eye_excess_d=0.0, icl=None),
+            Detector(),
+        ),
+        "analytic",
+    ),
     "hole-0.36mm": (Scene((Source(),), Pupil(icl=ICL(hole_mm=0.36)), Detector()), "reference"),
-    "hole-cyl-decentred": (Scene((Source(x_arcmin=3.0, y_arcmin=-2.0),),
-                                 Pupil(icl=ICL(hole_mm=0.36, cylinder_d=0.35, axis_deg=20, decentre_mm=(0.15, 0.10))),
-                                 Detector()), "reference"),
-    "edge-16.5arcmin": (Scene((Source(x_arcmin=16.5, y_arcmin=0.5),), Pupil(icl=ICL(hole_mm=0.36)), Detector()),
-                        "reference"),
+    "hole-cyl-decentred": (
+        Scene(
+            (Source(x_arcmin=3.0, y_arcmin=-2.0),),
+            Pupil(icl=ICL(hole_mm=0.36, cylinder_d=0.35, axis_deg=20, decentre_mm=(0.15, 0.10))),
+            Detector(),
+        ),
+        "reference",
+    ),
+    "edge-16.5arcmin": (
+        Scene((Source(x_arcmin=16.5, y_arcmin=0.5),), Pupil(icl=ICL(hole_mm=0.36)), Detector()),
+        "reference",
+    ),
 }
 
 
-def metrics(img: np.ndarray, ref: np.ndarray, x: np.ndarray, wick: tuple[float, float], lam_over_d: float) -> dict:
+def metrics(
+    img: np.ndarray, ref: np.ndarray, x: np.ndarray, wick: tuple[float, float], lam_over_d: float
+) -> dict:
     """Evaluator-style errors of ``img`` against ``ref``."""
     xx, yy = np.meshgrid(x, x)
     halo = np.hypot(xx - wick[0], yy - wick[1]) > 2.5 * lam_over_d
@@ -65,22 +80,37 @@ def case_rows(name: str) -> list[dict]:
     lam_over_d = lam / (scene.pupil.diameter_mm * 1e-3) * ARCMIN_PER_RAD
     x = scene.detector.axis_arcmin
     if truth == "analytic":
-        ref = airy_pixel_flux(x, x, scene.detector.pitch_arcsec, lam, scene.pupil.diameter_mm * 1e-3,
-                              centre=(src.x_arcmin, src.y_arcmin))
+        ref = airy_pixel_flux(
+            x,
+            x,
+            scene.detector.pitch_arcsec,
+            lam,
+            scene.pupil.diameter_mm * 1e-3,
+            centre=(src.x_arcmin, src.y_arcmin),
+        )
     else:
         ref = render(scene, Sampling(fft_factor=REFERENCE_FACTOR, **FREE)).scene
     rows = []
     # The FFT period alone (no floor on the pupil sampling), then the shipped defaults.
     for label, sampling in [(f"{f:g}", Sampling(fft_factor=f, **FREE)) for f in FACTORS] + [
-            ("default", Sampling())]:
+        ("default", Sampling())
+    ]:
         psf_samples.cache_clear()
         t0 = time.perf_counter()
         res = render(scene, sampling)
         dt = time.perf_counter() - t0
         info = next(iter(res.sampling["wavelengths_nm"].values()))
-        rows.append({"case": name, "truth": truth, "fft_factor": label, "fft_length": info["fft_length"],
-                     "pupil_samples": info["pupil_samples"], "seconds": dt,
-                     **metrics(res.scene, ref, x, (src.x_arcmin, src.y_arcmin), lam_over_d)})
+        rows.append(
+            {
+                "case": name,
+                "truth": truth,
+                "fft_factor": label,
+                "fft_length": info["fft_length"],
+                "pupil_samples": info["pupil_samples"],
+                "seconds": dt,
+                **metrics(res.scene, ref, x, (src.x_arcmin, src.y_arcmin), lam_over_d),
+            }
+        )
     return rows
 
 
@@ -98,9 +128,22 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args()
     rows = study(args.scheduler, args.workers)
-    cols = ["case", "truth", "fft_factor", "fft_length", "pupil_samples", "L1", "halo_L1", "centroid_arcmin",
-            "energy", "seconds"]
-    fmt = lambda v: f"{v:.2e}" if isinstance(v, float) and v < 0.1 else (f"{v:g}" if isinstance(v, float) else str(v))  # noqa: E731
+    cols = [
+        "case",
+        "truth",
+        "fft_factor",
+        "fft_length",
+        "pupil_samples",
+        "L1",
+        "halo_L1",
+        "centroid_arcmin",
+        "energy",
+        "seconds",
+    ]
+    def fmt(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:.2e}" if v < 0.1 else f"{v:g}"
+        return str(v)
     if args.markdown:
         print("| " + " | ".join(cols) + " |")
         print("|" + "---|" * len(cols))

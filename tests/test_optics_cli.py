@@ -31,17 +31,31 @@ def test_scene_json_round_trip():
     assert Scene.from_dict(scene.to_dict()) == scene
 
 
-@pytest.mark.parametrize("patch,field", [
-    ({"sources": []}, "sources"),
-    ({"pupil": {"diameter_mm": -1}}, "pupil.diameter_mm"),
-    ({"pupil": {"icl": {"hole": "glass"}}}, "pupil.icl.hole"),
-    ({"pupil": {"colour": 1}}, "pupil"),
-    ({"sources": [{"id": "a/b"}]}, "sources[0].id"),
-    ({"sources": [{"flux": float("nan")}]}, None),
-    ({"sources": [{"spectrum": [[550, 1, 2]]}]}, "sources[0].spectrum[0]"),
-    ({"sources": [{"extent": {"kind": "disk"}}]}, "sources[0].extent.diameter_arcmin"),
-    ({"detector": {"n": 3}}, "detector.n"),
-], ids=["no-sources", "negative-pupil", "bad-hole", "unknown-field", "path-id", "nan", "spectrum", "disk", "tiny"])
+@pytest.mark.parametrize(
+    "patch,field",
+    [
+        ({"sources": []}, "sources"),
+        ({"pupil": {"diameter_mm": -1}}, "pupil.diameter_mm"),
+        ({"pupil": {"icl": {"hole": "glass"}}}, "pupil.icl.hole"),
+        ({"pupil": {"colour": 1}}, "pupil"),
+        ({"sources": [{"id": "a/b"}]}, "sources[0].id"),
+        ({"sources": [{"flux": float("nan")}]}, None),
+        ({"sources": [{"spectrum": [[550, 1, 2]]}]}, "sources[0].spectrum[0]"),
+        ({"sources": [{"extent": {"kind": "disk"}}]}, "sources[0].extent.diameter_arcmin"),
+        ({"detector": {"n": 3}}, "detector.n"),
+    ],
+    ids=[
+        "no-sources",
+        "negative-pupil",
+        "bad-hole",
+        "unknown-field",
+        "path-id",
+        "nan",
+        "spectrum",
+        "disk",
+        "tiny",
+    ],
+)
 def test_bad_specs_name_file_and_field(tmp_path, patch, field):
     spec = {"sources": [{"id": "L1"}]}
     spec.update(patch)

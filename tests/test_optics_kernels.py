@@ -12,8 +12,11 @@ from icl import _core
 RTOL_TWIN = 1e-10
 
 
-@pytest.mark.parametrize("cx,cy,r", [(0.0, 0.0, 1.6e-3), (0.05e-3, -0.03e-3, 0.18e-3), (1e-5, 3e-5, 3.0e-3)],
-                         ids=["pupil", "decentred-hole", "zone"])
+@pytest.mark.parametrize(
+    "cx,cy,r",
+    [(0.0, 0.0, 1.6e-3), (0.05e-3, -0.03e-3, 0.18e-3), (1e-5, 3e-5, 3.0e-3)],
+    ids=["pupil", "decentred-hole", "zone"],
+)
 def test_disk_coverage_matches_twin_and_sums_to_the_exact_area(cx, cy, r):
     du = 2 * r / 250
     n = 2 * math.ceil((max(abs(cx), abs(cy)) + r) / du) + 5  # the grid holds the whole disk
@@ -43,14 +46,18 @@ def _params(**kw):
     return p
 
 
-@pytest.mark.parametrize("kw", [
-    {},
-    {"hole_diameter": 0.36e-3},
-    {"hole_diameter": 0.36e-3, "hole": _core.HoleMode.black, "dec_u": 0.15e-3, "dec_v": 0.1e-3},
-    {"hole_diameter": 0.36e-3, "hole": _core.HoleMode.index_matched, "cyl_power": 0.35, "cyl_axis": 0.35},
-    {"icl_present": False, "eye_excess": 0.0, "tilt_u": 1e-3},
-    {"pupil_diameter": 4.8e-3, "optic_zone_diameter": 4.0e-3, "icl_power": -7.5},
-], ids=["default", "clear-hole", "black-decentred", "index-matched-cyl", "no-icl-tilt", "zone-edge"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"hole_diameter": 0.36e-3},
+        {"hole_diameter": 0.36e-3, "hole": _core.HoleMode.black, "dec_u": 0.15e-3, "dec_v": 0.1e-3},
+        {"hole_diameter": 0.36e-3, "hole": _core.HoleMode.index_matched, "cyl_power": 0.35, "cyl_axis": 0.35},
+        {"icl_present": False, "eye_excess": 0.0, "tilt_u": 1e-3},
+        {"pupil_diameter": 4.8e-3, "optic_zone_diameter": 4.0e-3, "icl_power": -7.5},
+    ],
+    ids=["default", "clear-hole", "black-decentred", "index-matched-cyl", "no-icl-tilt", "zone-edge"],
+)
 def test_build_pupil_matches_twin(kw):
     p = _params(**kw)
     n, du, lam = 181, 2.8e-5, 550e-9

@@ -5,8 +5,14 @@ from icl.parallel import run_tasks
 
 
 def _scenes():
-    return [Scene((Source(x_arcmin=x, y_arcmin=-x / 2),), Pupil(icl=ICL(hole_mm=0.36, decentre_mm=(0.05 * x, 0))),
-                  Detector(n=64)) for x in (0.0, 1.0, 2.5, -3.0)]
+    return [
+        Scene(
+            (Source(x_arcmin=x, y_arcmin=-x / 2),),
+            Pupil(icl=ICL(hole_mm=0.36, decentre_mm=(0.05 * x, 0))),
+            Detector(n=64),
+        )
+        for x in (0.0, 1.0, 2.5, -3.0)
+    ]
 
 
 def test_pool_and_cluster_match_serial_bit_for_bit():

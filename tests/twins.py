@@ -67,7 +67,9 @@ def build_pupil(pp, n, du, lam):
     if not pp.icl_present:
         return pupil * np.exp(1j * k * w_eye)
     zone = disk_coverage(pp.dec_u, pp.dec_v, pp.optic_zone_diameter / 2, n, du)
-    hole = disk_coverage(pp.dec_u, pp.dec_v, pp.hole_diameter / 2, n, du) if pp.hole_diameter > 0 else 0 * zone
+    hole = (
+        disk_coverage(pp.dec_u, pp.dec_v, pp.hole_diameter / 2, n, du) if pp.hole_diameter > 0 else 0 * zone
+    )
     dc_u, dc_v = u - pp.dec_u, v - pp.dec_v
     d_perp = -dc_u * math.sin(pp.cyl_axis) + dc_v * math.cos(pp.cyl_axis)
     w_icl = -0.5 * pp.icl_power * (dc_u**2 + dc_v**2) - 0.5 * pp.cyl_power * d_perp**2

@@ -172,8 +172,9 @@ def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file) from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
-                         parse_int=_finite_int)
+        obj = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_finite_int
+        )
     except RecursionError:
         raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file) from None
     except ValueError as exc:
@@ -220,15 +221,28 @@ def load_npz(
     with zf:
         try:
             return _read_members(zf, file, required, optional, max_bytes, allow_extra)
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError,
-                UnicodeDecodeError) as exc:
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            NotImplementedError,
+            RuntimeError,
+            OSError,
+            UnicodeDecodeError,
+        ) as exc:
             # CRC mismatch, corrupt deflate stream, truncated member, unsupported or encrypted entry,
             # a local header whose name is not the central directory's
             raise InputError(f"corrupt npz archive: {type(exc).__name__}: {exc}", file) from None
 
 
-def _read_members(zf: zipfile.ZipFile, file: str, required: list[str], optional: list[str], max_bytes: int,
-                  allow_extra: bool) -> dict[str, np.ndarray]:
+def _read_members(
+    zf: zipfile.ZipFile,
+    file: str,
+    required: list[str],
+    optional: list[str],
+    max_bytes: int,
+    allow_extra: bool,
+) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     infos = zf.infolist()
     total = sum(i.file_size for i in infos)
@@ -277,9 +291,10 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def write_manifest(root: str | os.PathLike, extra: Mapping[str, Any] | None = None,
-                   name: str = "manifest.json") -> dict[str, Any]:
-    """Write ``root/manifest.json``: package and dependency versions, ``extra`` and the SHA-256 of every file."""
+def write_manifest(
+    root: str | os.PathLike, extra: Mapping[str, Any] | None = None, name: str = "manifest.json"
+) -> dict[str, Any]:
+    """Write ``root/manifest.json``: versions, ``extra`` and the SHA-256 of every file below ``root``."""
     from icl import __version__
 
     root = Path(root)
@@ -291,9 +306,18 @@ def write_manifest(root: str | os.PathLike, extra: Mapping[str, Any] | None = No
 
     import scipy
 
-    versions = {"icl-bench": __version__, "python": platform.python_version(), "numpy": np.__version__,
-                "scipy": scipy.__version__}
-    manifest = {"package": "icl-bench", "version": __version__, "versions": versions,
-                **(dict(extra) if extra else {}), "files": files}
+    versions = {
+        "icl-bench": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+    }
+    manifest = {
+        "package": "icl-bench",
+        "version": __version__,
+        "versions": versions,
+        **(dict(extra) if extra else {}),
+        "files": files,
+    }
     write_json(root / name, manifest)
     return manifest

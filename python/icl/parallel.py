@@ -20,8 +20,14 @@ T = TypeVar("T")
 
 
 def _progress(description: str, total: int, disable: bool) -> Progress:
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    disable=disable, transient=False)
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=disable,
+        transient=False,
+    )
     prog.add_task(description, total=total)
     return prog
 
@@ -33,8 +39,15 @@ def _one_thread() -> None:
     core.set_num_threads(1)
 
 
-def run_tasks(fn: Callable[[Any], T], tasks: Sequence[Any], *, scheduler: str | None = None, workers: int = 1,
-              description: str = "tasks", quiet: bool = False) -> list[T]:
+def run_tasks(
+    fn: Callable[[Any], T],
+    tasks: Sequence[Any],
+    *,
+    scheduler: str | None = None,
+    workers: int = 1,
+    description: str = "tasks",
+    quiet: bool = False,
+) -> list[T]:
     """Apply ``fn`` to every task and return the results in task order.
 
     Parameters
@@ -74,9 +87,14 @@ def run_tasks(fn: Callable[[Any], T], tasks: Sequence[Any], *, scheduler: str | 
         try:
             from distributed import Client, LocalCluster, as_completed
         except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise click.UsageError("--scheduler needs dask.distributed: pip install 'icl-bench[cluster]'") from exc
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None) if scheduler == "local" else None
+            raise click.UsageError(
+                "--scheduler needs dask.distributed: pip install 'icl-bench[cluster]'"
+            ) from exc
+        cluster = (
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            if scheduler == "local"
+            else None
+        )
         try:
             with Client(cluster if cluster is not None else scheduler) as client:
                 futures = client.map(fn, tasks, pure=False)
@@ -92,8 +110,17 @@ def run_tasks(fn: Callable[[Any], T], tasks: Sequence[Any], *, scheduler: str | 
 
 def scheduler_options(f: Callable) -> Callable:
     """Click options ``--scheduler`` and ``--workers`` shared by every generate command."""
-    f = click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
-                     help="Local processes (or LocalCluster workers with --scheduler local).")(f)
-    f = click.option("--scheduler", default=None, metavar="ADDRESS",
-                     help="dask.distributed scheduler address, or 'local' for a LocalCluster.")(f)
+    f = click.option(
+        "--workers",
+        type=click.IntRange(1, 256),
+        default=1,
+        show_default=True,
+        help="Local processes (or LocalCluster workers with --scheduler local).",
+    )(f)
+    f = click.option(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="dask.distributed scheduler address, or 'local' for a LocalCluster.",
+    )(f)
     return f

@@ -20,8 +20,15 @@ HOLE_MODES = ("clear", "black", "index_matched")
 EXTENT_KINDS = ("point", "disk", "image")
 
 
-def _num(value: Any, field_name: str, file: str | None, *, lo: float | None = None, lo_open: bool = False,
-         hi: float | None = None) -> float:
+def _num(
+    value: Any,
+    field_name: str,
+    file: str | None,
+    *,
+    lo: float | None = None,
+    lo_open: bool = False,
+    hi: float | None = None,
+) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"expected a number, got {type(value).__name__}", file, field_name)
     try:
@@ -42,8 +49,7 @@ def _check_keys(d: Any, allowed: set[str], where: str, file: str | None) -> dict
         raise InputError(f"expected an object, got {type(d).__name__}", file, where or None)
     unknown = sorted(set(d) - allowed)
     if unknown:
-        raise InputError(f"unknown field(s) {unknown}; allowed: {sorted(allowed)}", file,
-                         where or None)
+        raise InputError(f"unknown field(s) {unknown}; allowed: {sorted(allowed)}", file, where or None)
     return d
 
 
@@ -91,17 +97,23 @@ class ICL:
             if key in d:
                 kw[key] = _num(d[key], _sub(where, key), file)
         if "optic_zone_mm" in d:
-            kw["optic_zone_mm"] = _num(d["optic_zone_mm"], _sub(where, "optic_zone_mm"), file, lo=0, lo_open=True)
+            kw["optic_zone_mm"] = _num(
+                d["optic_zone_mm"], _sub(where, "optic_zone_mm"), file, lo=0, lo_open=True
+            )
         if "hole_mm" in d:
             kw["hole_mm"] = _num(d["hole_mm"], _sub(where, "hole_mm"), file, lo=0)
         if "decentre_mm" in d:
             dec = d["decentre_mm"]
             if not isinstance(dec, list) or len(dec) != 2:
                 raise InputError("expected [u_mm, v_mm]", file, _sub(where, "decentre_mm"))
-            kw["decentre_mm"] = tuple(_num(v, f"{_sub(where, 'decentre_mm')}[{i}]", file) for i, v in enumerate(dec))
+            kw["decentre_mm"] = tuple(
+                _num(v, f"{_sub(where, 'decentre_mm')}[{i}]", file) for i, v in enumerate(dec)
+            )
         if "hole" in d:
             if d["hole"] not in HOLE_MODES:
-                raise InputError(f"must be one of {list(HOLE_MODES)}, got {d['hole']!r}", file, _sub(where, "hole"))
+                raise InputError(
+                    f"must be one of {list(HOLE_MODES)}, got {d['hole']!r}", file, _sub(where, "hole")
+                )
             kw["hole"] = d["hole"]
         icl = cls(**kw)
         if icl.hole_mm >= icl.optic_zone_mm:
@@ -134,7 +146,9 @@ class Pupil:
         d = _check_keys(d, {"diameter_mm", "eye_excess_d", "icl"}, where, file)
         kw: dict[str, Any] = {}
         if "diameter_mm" in d:
-            kw["diameter_mm"] = _num(d["diameter_mm"], _sub(where, "diameter_mm"), file, lo=0, lo_open=True, hi=12)
+            kw["diameter_mm"] = _num(
+                d["diameter_mm"], _sub(where, "diameter_mm"), file, lo=0, lo_open=True, hi=12
+            )
         if "eye_excess_d" in d:
             kw["eye_excess_d"] = _num(d["eye_excess_d"], _sub(where, "eye_excess_d"), file)
         if "icl" in d:
@@ -142,7 +156,7 @@ class Pupil:
         return cls(**kw)
 
     def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
-        """Complex pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m); see :mod:`icl.optics.thin`."""
+        """Complex pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m) (:mod:`icl.optics.thin`)."""
         from icl.optics.thin import pupil_field
 
         return pupil_field(self, n, du, wavelength)
@@ -188,7 +202,9 @@ class Detector:
                 raise InputError(f"must be an integer in [8, 8192], got {n!r}", file, _sub(where, "n"))
             kw["n"] = n
         if "pitch_arcsec" in d:
-            kw["pitch_arcsec"] = _num(d["pitch_arcsec"], _sub(where, "pitch_arcsec"), file, lo=0, lo_open=True)
+            kw["pitch_arcsec"] = _num(
+                d["pitch_arcsec"], _sub(where, "pitch_arcsec"), file, lo=0, lo_open=True
+            )
         return cls(**kw)
 
     @property
@@ -204,8 +220,9 @@ class Detector:
 
 @dataclass(frozen=True)
 class Extent:
-    """Angular extent of a source: a point, a uniform incoherent disk, or a linear radiance map
-    (:class:`icl.imaging.scene_image.ImageMap`), each carrying the same total flux.
+    """Angular extent of a source: a point, a uniform incoherent disk, or a linear radiance map.
+
+    A map is an :class:`icl.imaging.scene_image.ImageMap`; every kind carries the same total flux.
     """
 
     kind: str = "point"
@@ -235,7 +252,9 @@ class Extent:
             return cls()
         if "diameter_arcmin" not in d:
             raise InputError("a disk needs diameter_arcmin", file, _sub(where, "diameter_arcmin"))
-        return cls("disk", _num(d["diameter_arcmin"], _sub(where, "diameter_arcmin"), file, lo=0, lo_open=True))
+        return cls(
+            "disk", _num(d["diameter_arcmin"], _sub(where, "diameter_arcmin"), file, lo=0, lo_open=True)
+        )
 
     @property
     def radius_arcmin(self) -> float:
@@ -246,7 +265,11 @@ class Extent:
         """JSON form."""
         if self.kind == "image":
             return {"kind": "image", **self.image.to_dict()}
-        return {"kind": "point"} if self.kind == "point" else {"kind": self.kind, "diameter_arcmin": self.diameter_arcmin}
+        return (
+            {"kind": "point"}
+            if self.kind == "point"
+            else {"kind": self.kind, "diameter_arcmin": self.diameter_arcmin}
+        )
 
 
 @dataclass(frozen=True)
@@ -283,8 +306,11 @@ class Source:
         if "id" in d:
             sid = d["id"]
             if not isinstance(sid, str) or not sid or any(c in sid for c in "/\\|\0") or len(sid) > 64:
-                raise InputError("must be a non-empty string of at most 64 characters without / \\ |", file,
-                                 _sub(where, "id"))
+                raise InputError(
+                    "must be a non-empty string of at most 64 characters without / \\ |",
+                    file,
+                    _sub(where, "id"),
+                )
             kw["id"] = sid
         for key in ("x_arcmin", "y_arcmin"):
             if key in d:
@@ -294,13 +320,17 @@ class Source:
         if "spectrum" in d:
             spec = d["spectrum"]
             if not isinstance(spec, list) or not spec:
-                raise InputError("expected a non-empty list of [wavelength_nm, weight]", file, _sub(where, "spectrum"))
+                raise InputError(
+                    "expected a non-empty list of [wavelength_nm, weight]", file, _sub(where, "spectrum")
+                )
             pairs = []
             for i, pair in enumerate(spec):
                 fw = f"{_sub(where, 'spectrum')}[{i}]"
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise InputError("expected [wavelength_nm, weight]", file, fw)
-                pairs.append((_num(pair[0], fw + "[0]", file, lo=200, hi=2000), _num(pair[1], fw + "[1]", file, lo=0)))
+                pairs.append(
+                    (_num(pair[0], fw + "[0]", file, lo=200, hi=2000), _num(pair[1], fw + "[1]", file, lo=0))
+                )
             kw["spectrum"] = tuple(pairs)
         if "extent" in d:
             kw["extent"] = Extent.from_dict(d["extent"], _sub(where, "extent"), file)
@@ -308,8 +338,14 @@ class Source:
 
     def to_dict(self) -> dict:
         """JSON form."""
-        return {"id": self.id, "x_arcmin": self.x_arcmin, "y_arcmin": self.y_arcmin, "flux": self.flux,
-                "spectrum": [list(p) for p in self.spectrum], "extent": self.extent.to_dict()}
+        return {
+            "id": self.id,
+            "x_arcmin": self.x_arcmin,
+            "y_arcmin": self.y_arcmin,
+            "flux": self.flux,
+            "spectrum": [list(p) for p in self.spectrum],
+            "extent": self.extent.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -339,5 +375,8 @@ class Scene:
 
     def to_dict(self) -> dict:
         """JSON form (round-trips through :meth:`from_dict`)."""
-        return {"pupil": self.pupil.to_dict(), "detector": asdict(self.detector),
-                "sources": [s.to_dict() for s in self.sources]}
+        return {
+            "pupil": self.pupil.to_dict(),
+            "detector": asdict(self.detector),
+            "sources": [s.to_dict() for s in self.sources],
+        }

@@ -36,8 +36,9 @@ class PupilModel(Protocol):
         """Diameter of the circle (centred on the grid origin) outside which the field is zero."""
 
     def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
-        """Complex pupil on an n x n grid of pitch ``du`` (m) centred on the origin (row = v, column = u),
-        normalised so that a clear pupil has unit amplitude.
+        """Complex pupil on an n x n grid of pitch ``du`` (m), centred on the origin (row = v, column = u).
+
+        A clear pupil has unit amplitude.
         """
 
     def blocked_fraction(self) -> float:
@@ -58,8 +59,9 @@ class PsfSamples:
 
 
 @lru_cache(maxsize=16)
-def psf_samples(pupil: PupilModel, wavelength_nm: float, pitch_arcsec: float, support: int,
-                sampling: Sampling) -> PsfSamples:
+def psf_samples(
+    pupil: PupilModel, wavelength_nm: float, pitch_arcsec: float, support: int, sampling: Sampling
+) -> PsfSamples:
     """Compute (and cache) the sampled far-field intensity of ``pupil`` at one wavelength."""
     lam = wavelength_nm * 1e-9
     pitch = pitch_arcsec * ARCSEC
@@ -77,8 +79,9 @@ def psf_samples(pupil: PupilModel, wavelength_nm: float, pitch_arcsec: float, su
 
 
 def _band_estimate(scene: Scene) -> float:
-    """Upper estimate of the intensity band edge in cycles per pixel: pitch * D / lambda_min plus the
-    pupil grid's guard cells.
+    """Upper estimate of the intensity band edge in cycles per pixel.
+
+    That is pitch * D / lambda_min, plus the pupil grid's guard cells.
     """
     lam = min(lam for s in scene.sources for lam, _ in s.spectrum) * 1e-9
     return scene.detector.pitch_arcsec * ARCSEC * scene.pupil.diameter_mm * 1e-3 / lam + 0.01
@@ -155,7 +158,9 @@ def pixel_offsets(source: Source, detector: Detector) -> tuple[float, float]:
     return -half - source.y_arcmin / step, -half - source.x_arcmin / step
 
 
-def place(samples: np.ndarray, source: Source, scene: Scene, band: float, sampling: Sampling, q: int = 1) -> np.ndarray:
+def place(
+    samples: np.ndarray, source: Source, scene: Scene, band: float, sampling: Sampling, q: int = 1
+) -> np.ndarray:
     """Integrate the band-limited intensity over each detector pixel at the source's exact position.
 
     ``samples`` are taken every ``q`` pixels (``q`` > 1 only for point sources). Pixel j sits at
@@ -216,27 +221,52 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     used = {}
     for i, src in enumerate(scene.sources):
         q = q_point if src.extent.kind == "point" else 1
-        parts = [(psf_samples(scene.pupil, lam, q * det.pitch_arcsec, supports[q], sampling), w)
-                 for lam, w in src.spectrum]
+        parts = [
+            (psf_samples(scene.pupil, lam, q * det.pitch_arcsec, supports[q], sampling), w)
+            for lam, w in src.spectrum
+        ]
         band = max(ps.grid.band for ps, _ in parts)
         if band > MAX_BAND:
             raise ValueError(
                 f"detector pitch {det.pitch_arcsec} arcsec under-samples the far field of a "
-                f"{scene.pupil.diameter_mm} mm pupil at {min(l for l, _ in src.spectrum)} nm (band {band:.3f} > {MAX_BAND})")
+                f"{scene.pupil.diameter_mm} mm pupil at {min(w for w, _ in src.spectrum)} nm "
+                f"(band {band:.3f} > {MAX_BAND})"
+            )
         weighted = sum(w * ps.samples for ps, w in parts)
         if src.flux != 0.0 and np.any(weighted):
-            np.multiply(place(np.asarray(weighted, dtype=float), src, scene, band, sampling, q), src.flux, out=comps[i])
+            np.multiply(
+                place(np.asarray(weighted, dtype=float), src, scene, band, sampling, q),
+                src.flux,
+                out=comps[i],
+            )
         grid_energy = src.flux * sum(w * ps.grid_energy for ps, w in parts)
         ledgers.append(energy_ledger(src, scene.pupil, comps[i], grid_energy))
         for (lam, _), (ps, _) in zip(src.spectrum, parts):
-            used[f"{lam:g}"] = {"fft_length": ps.grid.m, "pupil_pitch_um": ps.grid.du * 1e6,
-                                "pupil_samples": ps.grid.n, "band_cycles_per_sample": ps.grid.band,
-                                "sample_step_px": q}
+            used[f"{lam:g}"] = {
+                "fft_length": ps.grid.m,
+                "pupil_pitch_um": ps.grid.du * 1e6,
+                "pupil_samples": ps.grid.n,
+                "band_cycles_per_sample": ps.grid.band,
+                "sample_step_px": q,
+            }
     axis = det.axis_arcmin
-    scene_sum = comps[0].copy() if len(comps) == 1 else comps.sum(axis=0)  # the same values; a copy is cheaper
-    return RenderResult(comps, scene_sum, axis, axis.copy(), det.pitch_arcsec, ledgers,
-                        {"support_samples": supports, "fft_factor": sampling.fft_factor,
-                         "tap_tolerance": sampling.tap_tolerance, "wavelengths_nm": used})
+    scene_sum = (
+        comps[0].copy() if len(comps) == 1 else comps.sum(axis=0)
+    )  # the same values; a copy is cheaper
+    return RenderResult(
+        comps,
+        scene_sum,
+        axis,
+        axis.copy(),
+        det.pitch_arcsec,
+        ledgers,
+        {
+            "support_samples": supports,
+            "fft_factor": sampling.fft_factor,
+            "tap_tolerance": sampling.tap_tolerance,
+            "wavelengths_nm": used,
+        },
+    )
 
 
 def energy_ledger(source: Source, pupil: PupilModel, component: np.ndarray, grid_energy: float) -> dict:
@@ -254,5 +284,11 @@ def energy_ledger(source: Source, pupil: PupilModel, component: np.ndarray, grid
     outside = grid_energy - recorded
     beyond = incident - blocked - grid_energy
     residual = incident - (blocked + recorded + outside + beyond)
-    return {"source_flux": incident, "blocked_by_aperture": blocked, "recorded": recorded,
-            "outside_window": outside, "beyond_grid": beyond, "numerical_residual": residual}
+    return {
+        "source_flux": incident,
+        "blocked_by_aperture": blocked,
+        "recorded": recorded,
+        "outside_window": outside,
+        "beyond_grid": beyond,
+        "numerical_residual": residual,
+    }

@@ -120,7 +120,7 @@ def tap_halfwidth(xb: float, tol: float, q: int = 1) -> int:
 
 
 def pixel_taps(delta: float, xb: float, tol: float, q: int = 1) -> np.ndarray:
-    """Cached :func:`design_taps` (offsets rounded to 1e-12 sample; sources often share them)."""
+    """Return :func:`design_taps`, cached (offsets rounded to 1e-12 sample; sources often share them)."""
     return _cached_taps(round(delta, 12), design_band(xb), tol, q)
 
 
@@ -157,7 +157,9 @@ def design_taps(delta: float, xb: float, tol: float, q: int = 1) -> np.ndarray:
     return np.ascontiguousarray(h[::-1])
 
 
-def disk_kernel(delta_y: float, delta_x: float, diameter_px: float, xb: float, tol: float) -> tuple[np.ndarray, int]:
+def disk_kernel(
+    delta_y: float, delta_x: float, diameter_px: float, xb: float, tol: float
+) -> tuple[np.ndarray, int]:
     """2-D kernel ``g2(b - K2 + delta)`` for a uniform disk, pixel-integrated and band-limited.
 
     Returns the kernel of shape (2 K2 + 1, 2 K2 + 1) and K2.
@@ -170,8 +172,14 @@ def disk_kernel(delta_y: float, delta_x: float, diameter_px: float, xb: float, t
     arg = np.pi * diameter_px * rho
     with np.errstate(invalid="ignore", divide="ignore"):
         disk = np.where(arg > 0, 2.0 * j1(arg) / np.where(arg > 0, arg, 1.0), 1.0)
-    h = (np.sinc(fx) * taper(fx, design_band(xb)) * np.sinc(fy) * taper(fy, design_band(xb)) * disk
-         * np.exp(2j * np.pi * (fx * delta_x + fy * delta_y)))
+    h = (
+        np.sinc(fx)
+        * taper(fx, design_band(xb))
+        * np.sinc(fy)
+        * taper(fy, design_band(xb))
+        * disk
+        * np.exp(2j * np.pi * (fx * delta_x + fy * delta_y))
+    )
     g = np.fft.ifft2(h).real
     idx = np.arange(-k2, k2 + 1) % n
     return np.ascontiguousarray(g[np.ix_(idx, idx)]), k2
@@ -202,8 +210,9 @@ class Grid:
         return (self.n - 1) / self.m
 
 
-def make_grid(wavelength_m: float, pitch_rad: float, pupil_diameter_m: float, support: int,
-              sampling: Sampling) -> Grid:
+def make_grid(
+    wavelength_m: float, pitch_rad: float, pupil_diameter_m: float, support: int, sampling: Sampling
+) -> Grid:
     """Choose the FFT length for a support of ``support`` samples and derive the pupil grid."""
     # du = lambda / (m p) <= D / min_pupil_samples and m p >= min_period bound m from below as well.
     m_pupil = sampling.min_pupil_samples * wavelength_m / (pupil_diameter_m * pitch_rad)
