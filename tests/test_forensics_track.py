@@ -82,16 +82,35 @@ def test_baselines_through_the_cli(release, tmp_path):
         assert res.exit_code == 0, res.output
         rows[mode] = load_json(out)
     phys, rand = rows["physics"], rows["random"]
-    # The physics check re-renders every stated condition. Measured on this small release: NH 1.00,
-    # DUP 0.85, SPL 1.00 against random 0.50, 0.46, 0.14 (4 duplicates among 24 make chance high). The
-    # bounds leave room for a rank or two moving when the engine's numerics are retuned.
+    # The physics check re-renders every stated condition within the published tolerances. Measured on
+    # this small release: NH 0.80, DUP 0.95, SPL 0.81 (S 0.85) against random 0.36, 0.43, 0.12; with 4
+    # to 10 positives one rank moves an area by up to about 0.15, the margin allowed here.
+    measured = {"NH": 0.80, "DUP": 0.95, "SPL": 0.81}
     for item in ("NH", "DUP", "SPL"):
-        assert phys["items"][item]["value"] >= 0.7
+        assert phys["items"][item]["value"] == pytest.approx(measured[item], abs=0.15)
         assert phys["items"][item]["value"] > rand["items"][item]["value"]
         assert phys["items"][item]["positives"] == SMALL[item]
         assert phys["items"][item]["negatives"] == SMALL["genuine"]
-    # Random scores: precision near the prevalence (20/84, 8/72, 8/72), far below the physics check.
-    assert rand["S"] < 0.4 and phys["S"] > 0.8
+    assert rand["S"] < 0.4 and phys["S"] > 0.6
+
+
+@pytest.mark.slow
+def test_default_release_is_below_the_ceiling(tmp_path):
+    # The default release (COUNTS, default seed). Measured: physics NH 0.67, DUP 0.52, SPL 0.29,
+    # S 0.43; random (seed 0) 0.38, 0.33, 0.22, S 0.29. Tolerance draws keep re-renders from matching
+    # exactly, so the physics check stays well below 1 on every item yet above chance.
+    rel = tmp_path / "rel"
+    write_release(rel, workers=2)
+    images, stated = load_public(rel)
+    rows = {}
+    for mode, scores in (("physics", physics_scores(images, stated)), ("random", random_scores(list(images), 0))):
+        write_json(tmp_path / f"{mode}.json", {"scores": scores})
+        rows[mode] = evaluate(rel, tmp_path / f"{mode}.json")
+    measured = {"NH": 0.67, "DUP": 0.52, "SPL": 0.29}
+    for item, value in measured.items():
+        assert rows["physics"]["items"][item]["value"] == pytest.approx(value, abs=0.10)
+        assert rows["physics"]["items"][item]["value"] > rows["random"]["items"][item]["value"]
+    assert rows["physics"]["S"] == pytest.approx(0.43, abs=0.08) and rows["physics"]["S"] < 0.9
 
 
 def test_hostile_submissions_score_zero_for_what_they_break(release, tmp_path):
@@ -125,10 +144,13 @@ def test_wrap_fold_puts_light_back_at_the_far_edge():
     rng = np.random.default_rng(0)
     stated = _draw_scene(rng, far=False)
     img, _ = forge_nh("wrap_fold", stated, np.random.default_rng(1))
-    honest = physical(stated, np.random.default_rng(1))
-    # Same nuisance draw: folding only adds the light that fell outside the window.
+    rng = np.random.default_rng(1)
+    rng.integers(4, 17)  # the fold margin the forgery drew first
+    honest = physical(stated, rng)
+    # Same nuisance draw: folding only adds the light that fell within the margin outside the window.
     assert img.sum() > honest.sum()
-    assert features(img, stated)["wrap"] > 10 * features(honest, stated)["wrap"]
+    # Measured 1.79 against 0.37 edge-flux allowances: only a faint tail folds back, yet it stands out.
+    assert features(img, stated)["wrap"] > 3 * features(honest, stated)["wrap"]
 
 
 def test_asset_ring_does_not_scale_with_wavelength():

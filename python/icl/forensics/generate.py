@@ -1,20 +1,21 @@
 """Generate the halo-forensics release: physical halo images mixed with forged ones.
 
 Every image claims a *stated condition* (a scene, DESIGN.md section 4). A genuine image is a render of
-its stated scene within published tolerances (flux calibration, pupil diameter, decentre) plus detector
-noise. Forged images are of three kinds, matching the contest items:
+its stated scene with what the statement leaves open drawn inside published tolerances (flux, pupil
+diameter, decentre, residual defocus and cylinder) plus detector noise, so that no re-render of the
+stated scene matches it exactly. Forged images change a render by about as much as the tolerances do:
 
 NH (non-human / non-physical)
-    ``bloom``: a sharp render (no hole) with a post-hoc Gaussian bloom mixed in, energy kept;
-    ``asset``: a sharp render plus a fixed-radius ring asset that does not scale with wavelength;
-    ``wrap_fold``: the far field folded back periodically into the window (FFT wrap-around);
+    ``bloom``: a post-hoc Gaussian bloom of 0.5-2 % mixed in, energy kept;
+    ``asset``: a faint ring of fixed radius added, the same at every wavelength;
+    ``wrap_fold``: only the far tail (4-16 pixels beyond each edge) folded back (FFT wrap-around);
     ``wrap_roll``: an on-axis render cyclically shifted to the stated off-axis position;
-    ``wrong_hole``: rendered with another hole model than the stated one (e.g. black for clear).
+    ``wrong_hole``: the stated hole blended with another hole model (a partly transmitting fill).
 DUP
-    a genuine image reused, with fresh noise, under a different stated condition.
+    a genuine image reused (flux recalibrated, fresh noise) under a slightly different stated condition.
 SPL
-    ``half``: left half of one render, right half of another; ``patch``: a square patch of another
-    render pasted in.
+    ``half``: left half of one render, right half of another, flux matched at the seam; ``patch``: a
+    square patch of another render pasted into the faint halo.
 
 Labels stay in ``private/labels.json``. All draws come from one seeded generator, so a release is
 byte-identical for a given seed and package version.
@@ -33,7 +34,16 @@ from scipy.ndimage import gaussian_filter
 N_PIXELS = 128
 PITCH_ARCSEC = 4.0
 NOISE_SIGMA = 2e-8  # detector noise per pixel, units of the source flux
-TOLERANCES = {"flux_relative": 0.02, "pupil_diameter_relative": 0.01, "decentre_mm": 0.002}
+# What a stated condition may leave unsaid, as half-widths of uniform draws: photometric calibration,
+# pupillometry (0.1 mm at a 3.4 mm pupil), ICL centration on a slit-lamp or OCT image, and the
+# refraction's own step (a quarter dioptre of sphere, up to a quarter of cylinder at any axis).
+TOLERANCES = {
+    "flux_relative": 0.05,
+    "pupil_diameter_relative": 0.03,
+    "decentre_mm": 0.05,
+    "defocus_d": 0.25,
+    "cylinder_d": 0.25,
+}
 COUNTS = {"genuine": 64, "NH": 20, "DUP": 8, "SPL": 8}
 NH_KINDS = ("bloom", "asset", "wrap_fold", "wrap_roll", "wrong_hole")
 ASSET_RADIUS_ARCMIN = 2.0  # the fixed ring of the "asset" forgery, the same at every wavelength
@@ -115,16 +125,23 @@ def _key(scene: dict[str, Any]) -> str:
 
 
 def true_scene(stated: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-    """The scene actually rendered for a stated one: nuisances drawn inside the published tolerances."""
+    """The scene actually rendered for a stated one: nuisances drawn inside the published tolerances.
+
+    Pupil diameter, decentre and flux move within :data:`TOLERANCES`; the eye keeps a residual defocus
+    (up to ``defocus_d`` either way) and a small cylinder (up to ``cylinder_d``, any axis) that the
+    stated condition does not mention.
+    """
     t = TOLERANCES
-    dec = stated["pupil"]["icl"]["decentre_mm"]
-    src = stated["sources"][0]
+    pupil, icl, src = stated["pupil"], stated["pupil"]["icl"], stated["sources"][0]
     return _with(
         stated,
         **{
-            "pupil.diameter_mm": stated["pupil"]["diameter_mm"]
+            "pupil.diameter_mm": pupil["diameter_mm"]
             * (1 + rng.uniform(-1, 1) * t["pupil_diameter_relative"]),
-            "pupil.icl.decentre_mm": [d + rng.uniform(-1, 1) * t["decentre_mm"] for d in dec],
+            "pupil.eye_excess_d": pupil["eye_excess_d"] + rng.uniform(-1, 1) * t["defocus_d"],
+            "pupil.icl.cylinder_d": icl["cylinder_d"] + rng.uniform(0, 1) * t["cylinder_d"],
+            "pupil.icl.axis_deg": float(rng.uniform(0.0, 180.0)),
+            "pupil.icl.decentre_mm": [d + rng.uniform(-1, 1) * t["decentre_mm"] for d in icl["decentre_mm"]],
             "sources.0.flux": src["flux"] * (1 + rng.uniform(-1, 1) * t["flux_relative"]),
         },
     )
@@ -135,35 +152,48 @@ def physical(stated: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
     return render_scene(true_scene(stated, rng))
 
 
-def _sharp(stated: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-    return physical(_with(stated, **{"pupil.icl.hole_mm": 0.0}), rng)
-
-
-def _ring_asset(stated: dict[str, Any], energy: float) -> np.ndarray:
-    """A thin Gaussian annulus of fixed radius around the source, carrying ``energy``."""
+def _ring_asset(stated: dict[str, Any], energy: float, width_arcmin: float = 0.15) -> np.ndarray:
+    """A Gaussian annulus of fixed radius around the source, carrying ``energy``."""
     src = stated["sources"][0]
     axis = axis_arcmin()
     xx, yy = np.meshgrid(axis - src["x_arcmin"], axis - src["y_arcmin"])
-    ring = np.exp(-0.5 * ((np.hypot(xx, yy) - ASSET_RADIUS_ARCMIN) / 0.15) ** 2)
+    ring = np.exp(-0.5 * ((np.hypot(xx, yy) - ASSET_RADIUS_ARCMIN) / width_arcmin) ** 2)
     return energy * ring / ring.sum()
 
 
+def _fold(big: np.ndarray, n: int) -> np.ndarray:
+    """Wrap a centred [m, m] image (m >= n) periodically onto its central [n, n] window."""
+    m = big.shape[0]
+    idx = (np.arange(m) - (m - n) // 2) % n
+    onehot = np.zeros((m, n))
+    onehot[np.arange(m), idx] = 1.0
+    return onehot.T @ big @ onehot
+
+
 def forge_nh(kind: str, stated: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarray, dict]:
-    """One non-physical image claiming ``stated``; returns the image and what was done."""
+    """One non-physical image claiming ``stated``; returns the image and what was done.
+
+    Every forgery starts from a render within tolerance of ``stated`` and changes it by about as much
+    as the tolerances themselves do (ranges in docs/forensics.md).
+    """
     if kind == "bloom":
-        a, sigma = float(rng.uniform(0.02, 0.06)), float(rng.uniform(4.0, 10.0))
-        sharp = _sharp(stated, rng)
-        return (1 - a) * sharp + a * gaussian_filter(sharp, sigma, mode="constant"), {
-            "mix": a,
-            "sigma_px": sigma,
-        }
+        a, sigma = float(rng.uniform(0.005, 0.02)), float(rng.uniform(1.5, 4.0))
+        img = physical(stated, rng)
+        return (1 - a) * img + a * gaussian_filter(img, sigma, mode="constant"), {"mix": a, "sigma_px": sigma}
     if kind == "asset":
         d = stated["pupil"]["diameter_mm"]
-        energy = (stated["pupil"]["icl"]["hole_mm"] / d) ** 2  # what a clear hole would scatter
-        return _sharp(stated, rng) + _ring_asset(stated, energy), {"ring_radius_arcmin": ASSET_RADIUS_ARCMIN}
+        share = float(rng.uniform(0.1, 0.3))  # of the light a clear hole would scatter
+        width = float(rng.uniform(0.2, 0.5))
+        energy = share * (stated["pupil"]["icl"]["hole_mm"] / d) ** 2
+        return physical(stated, rng) + _ring_asset(stated, energy, width), {
+            "ring_radius_arcmin": ASSET_RADIUS_ARCMIN,
+            "ring_width_arcmin": width,
+            "energy_share_of_hole": share,
+        }
     if kind == "wrap_fold":
-        big = physical(_with(stated, **{"detector.n": 3 * N_PIXELS}), rng)
-        return big.reshape(3, N_PIXELS, 3, N_PIXELS).sum(axis=(0, 2)), {"fold": 3}
+        margin = int(rng.integers(4, 17))  # pixels of far tail folded back from each side
+        big = physical(_with(stated, **{"detector.n": N_PIXELS + 2 * margin}), rng)
+        return _fold(big, N_PIXELS), {"fold_margin_px": margin}
     if kind == "wrap_roll":
         src = stated["sources"][0]
         on_axis = physical(_with(stated, **{"sources.0.x_arcmin": 0.0, "sources.0.y_arcmin": 0.0}), rng)
@@ -171,46 +201,57 @@ def forge_nh(kind: str, stated: dict[str, Any], rng: np.random.Generator) -> tup
         shift = (round(src["y_arcmin"] / step), round(src["x_arcmin"] / step))
         return np.roll(on_axis, shift, axis=(0, 1)), {"roll_px": list(shift)}
     if kind == "wrong_hole":
+        # A partly transmitting fill faked by blending the stated hole's render with another model's.
         mode = stated["pupil"]["icl"]["hole"]
         used = "black" if mode != "black" else "clear"
-        return physical(_with(stated, **{"pupil.icl.hole": used}), rng), {"rendered_hole": used}
+        w = float(rng.uniform(0.3, 0.7))
+        truth = true_scene(stated, rng)
+        img = (1 - w) * render_scene(truth) + w * render_scene(_with(truth, **{"pupil.icl.hole": used}))
+        return img, {"blended_hole": used, "blend_weight": w}
     raise ValueError(f"unknown forgery kind {kind!r}")
 
 
 def _variant(stated: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], str]:
-    """A different stated condition close to ``stated`` (one parameter changed)."""
-    which = str(rng.choice(["wavelength", "pupil", "hole", "position"]))
+    """A different stated condition close to ``stated``: 20 nm, 0.2 mm of pupil or 0.05 mm of decentre."""
+    which = str(rng.choice(["wavelength", "pupil", "decentre"]))
     if which == "wavelength":
-        spec = [
-            [w + float(rng.choice([-100.0, -50.0, 50.0, 100.0])), p]
-            for w, p in stated["sources"][0]["spectrum"]
-        ]
-        spec = [[min(max(w, 420.0), 700.0), p] for w, p in spec]
+        dw = float(rng.choice([-20.0, 20.0]))
+        spec = [[w + dw, p] for w, p in stated["sources"][0]["spectrum"]]
         return _with(stated, **{"sources.0.spectrum": spec}), which
     if which == "pupil":
         d = stated["pupil"]["diameter_mm"]
-        return _with(
-            stated, **{"pupil.diameter_mm": float(np.round(d + (0.5 if d < 3.4 else -0.5), 1))}
-        ), which
-    if which == "hole":
-        hole = stated["pupil"]["icl"]
-        if hole["hole_mm"] == 0.0:
-            return _with(stated, **{"pupil.icl.hole_mm": 0.36, "pupil.icl.hole": "clear"}), which
-        return _with(stated, **{"pupil.icl.hole": "black" if hole["hole"] != "black" else "clear"}), which
-    x = stated["sources"][0]["x_arcmin"]
-    return _with(stated, **{"sources.0.x_arcmin": float(np.round(x + (0.6 if x < 0 else -0.6), 1))}), which
+        d = float(np.round(d + float(rng.choice([-0.2, 0.2])), 1))
+        return _with(stated, **{"pupil.diameter_mm": d}), which
+    dec = stated["pupil"]["icl"]["decentre_mm"]
+    axis = int(rng.integers(2))
+    moved = [float(np.round(v + (0.05 * float(rng.choice([-1, 1])) if k == axis else 0.0), 2))
+             for k, v in enumerate(dec)]
+    return _with(stated, **{"pupil.icl.decentre_mm": moved}), which
 
 
 def forge_splice(kind: str, stated: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarray, dict]:
-    """A composite of the render of ``stated`` and the render of a nearby different condition."""
+    """A composite of a render of ``stated`` and a render of a nearby different condition.
+
+    ``half``: the right half comes from the other render, scaled so that the two columns either side of
+    the seam carry the same flux. ``patch``: a 24 x 24 patch of the other render pasted into the faint
+    halo, its centre 1.5 to 3 arcmin from the source.
+    """
     other, changed = _variant(stated, rng)
     a, b = physical(stated, rng), physical(other, rng)
+    h = N_PIXELS // 2
     if kind == "half":
         out = a.copy()
-        out[:, N_PIXELS // 2 :] = b[:, N_PIXELS // 2 :]
-        return out, {"other_changed": changed, "split": "columns >= n/2"}
+        seam_a, seam_b = float(a[:, h - 1].sum()), float(b[:, h].sum())
+        scale = seam_a / seam_b if seam_b > 0 else 1.0  # blank while the renders are being listed
+        out[:, h:] = scale * b[:, h:]
+        return out, {"other_changed": changed, "split": "columns >= n/2", "seam_scale": scale}
     size = 24
-    i0, j0 = (int(v) for v in rng.integers(N_PIXELS // 4, 3 * N_PIXELS // 4 - size, 2))
+    src = stated["sources"][0]
+    r, phi = rng.uniform(1.5, 3.0), rng.uniform(0, 2 * np.pi)
+    step = PITCH_ARCSEC / 60
+    ci = (src["y_arcmin"] + r * np.sin(phi)) / step + (N_PIXELS - 1) / 2
+    cj = (src["x_arcmin"] + r * np.cos(phi)) / step + (N_PIXELS - 1) / 2
+    i0, j0 = (int(np.clip(round(c - size / 2), 0, N_PIXELS - size)) for c in (ci, cj))
     out = a.copy()
     out[i0 : i0 + size, j0 : j0 + size] = b[i0 : i0 + size, j0 : j0 + size]
     return out, {"other_changed": changed, "patch_rows": [i0, i0 + size], "patch_cols": [j0, j0 + size]}
@@ -282,7 +323,7 @@ def _draw(seed: int, counts: dict[str, int] | None) -> list[dict[str, Any]]:
     for k in range(counts["NH"]):
         kind = NH_KINDS[k % len(NH_KINDS)]
         stated = _draw_scene(rng, far=True if kind == "wrap_roll" else None)
-        if kind in ("bloom", "asset", "wrong_hole"):
+        if kind in ("asset", "wrong_hole"):  # both need a hole to misrepresent
             stated = _with(stated, **{"pupil.icl.hole_mm": 0.36})
         img, detail = forge_nh(kind, stated, rng)
         add(img, stated, kind, "NH", detail)
@@ -290,7 +331,10 @@ def _draw(seed: int, counts: dict[str, int] | None) -> list[dict[str, Any]]:
     for g in picks:
         src_stated, img = genuine[int(g)]
         stated, changed = _variant(src_stated, rng)
-        add(img, stated, "duplicate", "DUP", {"copied_from_index": int(g), "stated_changed": changed})
+        # Re-exposed copies come back recalibrated: a flux factor inside the tolerance, fresh noise.
+        gain = float(1 + rng.uniform(-1, 1) * TOLERANCES["flux_relative"])
+        add(gain * img, stated, "duplicate", "DUP",
+            {"copied_from_index": int(g), "stated_changed": changed, "gain": gain})
     for k in range(counts["SPL"]):
         kind = ("half", "patch")[k % 2]
         stated = _draw_scene(rng, far=False)
