@@ -103,10 +103,27 @@ def fit_icl(e: dict, f: dict) -> dict:
     return f
 
 
+def fit_icl_power(e: dict, f: dict, thin_power: float) -> dict:
+    """Re-solve the ICL anterior radius of design ``f`` in eye ``e`` for a stated thin power (D).
+
+    The thin power is refraction without minus refraction with the ICL, so the residual target of the
+    solve is ``e["refraction"] - thin_power``; every other design parameter (and the vault) is kept.
+    """
+    return fit_icl(e, dict(f, residual_target=e["refraction"] - thin_power))
+
+
 # ----------------------------------------------------------------------------- data packages
 
 def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=(), **over: Any) -> dict:
-    """The four data-package files of one case; ``over`` overrides thin-phase values by parameter name."""
+    """The four data-package files of one case; ``over`` overrides implant values by parameter name.
+
+    A ``thin_power`` override re-solves the ICL anterior radius (:func:`fit_icl_power`), so the thick
+    geometry of the package (radii, thickness, index, vault) gives the thin power it states. A non-zero
+    ``cylinder`` is a thin-phase toric term: the package's spherical radii carry the sphere only, and the
+    cylinder's source says so.
+    """
+    if "thin_power" in over:
+        f = fit_icl_power(e, f, over["thin_power"])
     se = f"synthetic base eye {eid} ({NAVARRO}, perturbed)"
     sf = f"synthetic ICL design family {fid} (not a manufacturer surface)"
     sd = "derived by paraxial trace of this package"
@@ -125,12 +142,11 @@ def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=
            "vitreous_index": param(e["vitreous_index"], "1", NAVARRO, "documented"),
            "axial_length": param(e["axial_length"], "mm", se, uncertainty=0.02),
            "pupil_diameter": param(over.pop("pupil_diameter", e["pupil_diameter"]), "mm", se, uncertainty=0.1),
-           "thin_eye_excess": param(e["thin_eye_excess"] if "thin_eye_excess" in e else -e["refraction"], "D",
+           "thin_eye_excess": param(-e["refraction"], "D",
                                     sd + ": minus the refraction at the corneal vertex without the ICL")}
-    if "thin_eye_excess" in over:
-        eye["thin_eye_excess"]["value"] = over.pop("thin_eye_excess")
     imp = {"format": "icl-pro-implant/1",
-           "anterior_radius": param(f["anterior_radius"], "mm", sf + "; solved for the residual target"),
+           "anterior_radius": param(f["anterior_radius"], "mm", sf + "; solved by paraxial trace of this package "
+                                    "so that the ICL gives the stated thin_power"),
            "posterior_radius": param(f["posterior_radius"], "mm", sf),
            "central_thickness": param(f["central_thickness"], "mm", sf),
            "index": param(f["index"], "1", sf),
@@ -144,6 +160,9 @@ def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=
         if k not in imp:
             raise KeyError(k)
         imp[k]["value"] = v
+    if imp["cylinder"]["value"]:
+        imp["cylinder"]["source"] = ("thin-phase toric term of this case, not in the spherical radii "
+                                     "(anterior_radius and posterior_radius carry the sphere, thin_power)")
     ill = {"format": "icl-pro-illumination/1", "sources": [
         {"id": sid, "x_arcmin": param(x, "arcmin", "task"), "y_arcmin": param(y, "arcmin", "task"),
          "flux": param(1.0, "source flux", "task"), "spectrum": param(spec, "[nm, weight]", "task"),
@@ -233,7 +252,7 @@ def a01(c: Ctx) -> Built:
 def a02(c: Ctx) -> Built:
     b = Built()
     vault = float(c.rng.choice([c.rng.uniform(0.1, 0.24), c.rng.uniform(0.3, 0.7), c.rng.uniform(0.8, 1.1)]))
-    f = dict(c.f, vault=vault)
+    f = fit_icl(c.e, dict(c.f, vault=vault))  # the same residual target at this vault
     p = make_package(c.e, f, c.eid, c.fid)
     post = c.e["anterior_chamber_depth"] - vault
     p["implant"]["posterior_vertex_depth"] = param(post, "mm", "synthetic AS-OCT reading: corneal epithelium to ICL posterior vertex, visual axis", uncertainty=0.02)
@@ -558,9 +577,11 @@ def d06(c: Ctx) -> Built:
     shift = round(float(c.rng.uniform(0.1, 0.3)), 3)
     moved = ref.ocular_refraction_d(icl_surfaces(c.e, c.f, shift), c.e["axial_length"])
     b.cases["base"] = c.pkg()
-    # Thin-phase eye after the movement: the residual (minus the refraction) adds to the eye excess.
-    _render(b, "moved", c.pkg(thin_eye_excess=-c.e["refraction"] - moved + c.f["refraction_with"]))
-    b.cases["moved"]["implant"]["vault"]["value"] = c.f["vault"] + shift
+    # The same lens (same radii) moved forward: the eye is unchanged and the ICL's thin power is that of its
+    # new place (refraction without minus refraction with the ICL), so the thin residual is minus ``moved``.
+    f_moved = dict(c.f, vault=c.f["vault"] + shift, refraction_with=moved,
+                   thin_power=c.e["refraction"] - moved)
+    _render(b, "moved", make_package(c.e, f_moved, c.eid, c.fid))
     b.task = {"forward_movement_mm": shift}
     b.refs = {"D06.1": {"case": "moved", "value": moved},
               "D06.2": {"cases": ["moved"]},
@@ -620,6 +641,9 @@ def e02(c: Ctx) -> Built:
     noisy = c.rng.poisson(img * photons).astype(float)
     for name in ("thin_power", "hole_diameter"):
         p["implant"][name].update(value=None, status="unknown", source="to be inferred", uncertainty=None)
+    # The anterior radius fixes the thin power by paraxial trace, so it is withheld with it.
+    p["implant"]["anterior_radius"].update(value=None, status="unknown", uncertainty=None,
+                                           source="not given: with the other radii it would state thin_power")
     b.cases["base"] = p
     b.public_npz["observation"] = {"counts": noisy, "x_arcmin": axis, "y_arcmin": axis, "photons": np.array(photons)}
     b.task = {"observation": "observation.npz: Poisson counts of a linear PSF times the photon number",
@@ -708,6 +732,10 @@ def e06(c: Ctx) -> Built:
         q = c.pkg(thin_power=mid - k)
         q["implant"]["thin_power"].update(uncertainty={"range": [lo - k, hi - k], "distribution": "uniform"},
                                           status="estimated")
+        # The radius is solved for the nominal power; its range is that of the power range, by the same solve.
+        radii = sorted(fit_icl_power(c.e, c.f, x - k)["anterior_radius"] for x in (lo, hi))
+        q["implant"]["anterior_radius"].update(status="estimated",
+                                               uncertainty={"range": radii, "distribution": "that of thin_power"})
         name = f"s{i + 1}"
         b.cases[name] = q
         img_true, _, axis = ref.render_psf(scene_from_package(c.pkg(thin_power=true - k)))
