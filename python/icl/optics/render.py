@@ -215,12 +215,13 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     sampling = sampling or Sampling()
     det = scene.detector
     q_point = sample_step(scene)
-    supports = {q: support_samples(scene, sampling, q) for q in {1, q_point}}
+    steps = [q_point if src.extent.kind == "point" else 1 for src in scene.sources]
+    supports = {q: support_samples(scene, sampling, q) for q in set(steps)}
     comps = np.zeros((len(scene.sources), det.n, det.n))
     ledgers = []
     used = {}
     for i, src in enumerate(scene.sources):
-        q = q_point if src.extent.kind == "point" else 1
+        q = steps[i]
         parts = [
             (psf_samples(scene.pupil, lam, q * det.pitch_arcsec, supports[q], sampling), w)
             for lam, w in src.spectrum
