@@ -105,7 +105,8 @@ def test_black_hole_removes_its_area_fraction():
     assert led_b["blocked_by_aperture"] == pytest.approx(frac, rel=1e-14)
     assert led_s["blocked_by_aperture"] == 0.0
     # The discrete pupils differ by 1 - (1 - c)^2 = c + c (1 - c) per hole cell of coverage c: the
-    # exact area plus an edge term of order du / hole (3 % at >= 256 pupil samples; it halves with du).
+    # exact area plus an edge term of order du / hole: +2.4 %, +1.1 %, +0.6 % at 256, 512, 1024 pupil
+    # samples across (measured), so the bound below is 5 %.
     removed = (led_s["recorded"] + led_s["outside_window"]) - (led_b["recorded"] + led_b["outside_window"])
     assert frac < removed < 1.05 * frac
 
