@@ -3,20 +3,21 @@ import math
 import numpy as np
 import pytest
 from icl.pro import references as ref
+from icl.keys import ReleaseKey
 from icl.pro.catalog import load_catalog
 from icl.pro.generate import BUILDERS, plan
 from icl.pro.splits import SplitLeakageError, check_leakage
 
 
 def test_plan_counts_and_groups():
-    recs = plan(load_catalog(), 8, seed=3)
+    recs = plan(load_catalog(), 8, ReleaseKey.from_seed(3))
     counts = {s: sum(r["split"] == s for r in recs) for s in ("train", "dev", "test", "ood")}
     assert counts == {"train": 72, "dev": 72, "test": 144, "ood": 36}
     assert check_leakage(recs)["base_eye"] >= 4
 
 
 def test_leaked_split_fails_loudly():
-    recs = plan(load_catalog(), 8, seed=3)
+    recs = plan(load_catalog(), 8, ReleaseKey.from_seed(3))
     test_eye = next(r["base_eye"] for r in recs if r["split"] == "test")
     recs[0] = dict(recs[0], base_eye=test_eye)  # a train instance on a test eye
     with pytest.raises(SplitLeakageError, match=test_eye):
@@ -155,6 +156,7 @@ def test_package_radii_give_the_stated_thin_phase(release):
             assert imp["cylinder"]["source"].startswith("thin-phase toric term"), where
         checked.add(where.split("/")[2][:3])
     # Every template has traced cases except E02, whose thin power (and so its radius) is the unknown, and
-    # A04, which marks 2-4 parameters unknown of which at most one (the pupil) is not needed by the trace.
+    # A04, which marks 2-4 parameters unknown of which at most one (the pupil) is not needed by the trace,
+    # and E05, which withholds the vault in about half of its instances (all of them in some releases).
     assert withheld == {"E02"}
-    assert checked == set(BUILDERS) - {"A04", "E02"}
+    assert set(BUILDERS) - {"A04", "E02", "E05"} <= checked <= set(BUILDERS) - {"A04", "E02"}

@@ -12,14 +12,16 @@ from icl.parallel import scheduler_options
 @click.command("pro-generate")
 @click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--per-template", default=8, show_default=True, type=int)
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=None, type=click.IntRange(min=0),
+              help="Make a public development release from this seed: anyone can rebuild its answers and it "
+                   "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
 @click.option("--only", multiple=True, help="Template ids to generate (default: all 36).")
 @scheduler_options
-def pro_generate(output: Path, per_template: int, seed: int, only: tuple[str, ...], scheduler: str | None,
+def pro_generate(output: Path, per_template: int, seed: int | None, only: tuple[str, ...], scheduler: str | None,
                  workers: int) -> None:
     """Generate professional instances, grouped splits and private references into OUTPUT.
 
-    The bytes written are the same for serial, ``--workers N`` and ``--scheduler`` runs.
+    The bytes written are the same for serial, ``--workers N`` and ``--scheduler`` runs with one key.
     """
     from icl.pro.generate import generate
 

@@ -12,8 +12,10 @@ Layout of a release (``icl pro-generate --output DIR``)::
     DIR/private/splits.json                 split and groups of every instance, leakage summary
     DIR/manifest.json                       version, parameters, SHA-256 of every file
 
-Everything is a deterministic function of the seed: the per-instance random stream is seeded by
-``(seed, template, index)``.
+Everything is a deterministic function of the release key (:mod:`icl.keys`): every random draw comes from
+a stream named by its role (``pro/base_eye/E03``, ``pro/instance/B05/2``) and derived from the key by
+HMAC-SHA256. The key is secret (``private/release.key``) unless the release was made from a public
+``--seed``; such a release is marked ``answers_rebuildable`` and cannot be ranked.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from icl.io import write_json, write_manifest, write_npz
+from icl.keys import ReleaseKey, write_key
 from icl.pro import references as ref
 from icl.pro.catalog import Catalog, default_path, load_catalog
 from icl.pro.package import param, scene_from_package
@@ -44,9 +47,9 @@ LAYERS = ["tear_film", "cornea", "anterior_chamber", "iris_pupil", "icl", "poste
 
 # ----------------------------------------------------------------------------- base eyes, families
 
-def base_eye(eid: str, seed: int, ood: bool) -> dict[str, float]:
+def base_eye(eid: str, key: ReleaseKey, ood: bool) -> dict[str, float]:
     """Synthetic myopic base eye: Navarro surfaces perturbed, axial length solved for a target refraction."""
-    rng = np.random.default_rng([seed, 1, int(eid[2:])])
+    rng = key.rng("pro", "base_eye", eid)
     e = {"cornea_anterior_radius": 7.72 + rng.uniform(-0.3, 0.3), "cornea_anterior_conic": -0.26 + rng.uniform(-0.1, 0.1),
          "cornea_thickness": 0.55 + rng.uniform(-0.04, 0.04), "cornea_index": 1.376, "aqueous_index": 1.3374,
          "anterior_chamber_depth": 3.6 + rng.uniform(-0.35, 0.35) - (0.5 if ood else 0.0),
@@ -70,9 +73,9 @@ def eye_surfaces(e: dict) -> list[ref.Surface]:
             ref.Surface(acd + e["lens_thickness"], e["lens_posterior_radius"], e["vitreous_index"])]
 
 
-def family(fid: str, seed: int, ood: bool) -> dict[str, float]:
+def family(fid: str, key: ReleaseKey, ood: bool) -> dict[str, float]:
     """Synthetic ICL design family (no manufacturer surface is used or implied)."""
-    rng = np.random.default_rng([seed, 2, int(fid[2:])])
+    rng = key.rng("pro", "family", fid)
     return {"posterior_radius": rng.uniform(8.5, 11.0), "central_thickness": rng.uniform(0.08, 0.14), "index": 1.45,
             "optic_zone": (4.6 if ood else rng.uniform(5.3, 6.0)), "hole": (0.5 if ood else 0.36),
             "vault": rng.uniform(0.3, 0.7), "residual_target": float(rng.choice([0.0, 0.0, -0.25, 0.25]))}
@@ -857,7 +860,7 @@ def split_counts(per_template: int) -> dict[str, int]:
     return {"train": n, "dev": n, "test": per_template - 2 * n}
 
 
-def plan(catalog: Catalog, per_template: int, seed: int) -> list[dict]:
+def plan(catalog: Catalog, per_template: int, key: ReleaseKey) -> list[dict]:
     """Instance records (id, template, split, base eye, design family) with disjoint group pools."""
     counts = split_counts(per_template)
     pool = pools(N_EYES, N_FAMILIES)
@@ -865,12 +868,12 @@ def plan(catalog: Catalog, per_template: int, seed: int) -> list[dict]:
     for t_index, tpl in enumerate(catalog.templates):
         ks = [(s, i) for s in ("train", "dev", "test") for i in range(counts[s])] + [("ood", 0)]
         for k, (split, _) in enumerate(ks):
-            rng = np.random.default_rng([seed, 3, t_index, k])
+            rng = key.rng("pro", "plan", tpl.id, k)
             iid = f"{tpl.id}-{k:02d}" if split != "ood" else f"{tpl.id}-X{k - per_template:01d}"
             records.append({"id": iid, "template": tpl.id, "split": split,
                             "base_eye": str(rng.choice(pool[split]["base_eye"])),
                             "design_family": str(rng.choice(pool[split]["design_family"])),
-                            "stream": [seed, 4, t_index, k]})
+                            "stream": key.seed_sequence("pro", "instance", tpl.id, k).entropy})
     return records
 
 
@@ -881,10 +884,13 @@ def _build(task: tuple[dict, dict, dict]) -> Built:
     return BUILDERS[rec["template"]](ctx)
 
 
-def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_path: str | Path | None = None,
-             progress: bool = True, only: list[str] | None = None, scheduler: str | None = None,
-             workers: int = 1) -> dict[str, Any]:
+def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
+             catalog_path: str | Path | None = None, progress: bool = True, only: list[str] | None = None,
+             scheduler: str | None = None, workers: int = 1, key: ReleaseKey | None = None) -> dict[str, Any]:
     """Write a release of professional instances to ``output`` (see the module docstring).
+
+    With neither ``seed`` nor ``key`` a fresh secret key is drawn from the operating system; ``seed``
+    makes a public development release whose answers anyone can rebuild.
 
     Instances are built by :func:`icl.parallel.run_tasks` (serially, on ``workers`` local processes, or on
     a dask scheduler) and written here in plan order, so the bytes do not depend on the execution mode.
@@ -905,7 +911,11 @@ def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_p
     for sub in ("inputs", "private"):
         if (out / sub).exists():
             shutil.rmtree(out / sub)
-    records = [r for r in plan(catalog, per_template, seed) if only is None or r["template"] in only]
+    if key is None:
+        key = ReleaseKey.new() if seed is None else ReleaseKey.from_seed(seed)
+    elif seed is not None:
+        raise ValueError("give a seed or a key, not both")
+    records = [r for r in plan(catalog, per_template, key) if only is None or r["template"] in only]
     groups = check_leakage(records)
     eyes: dict[str, dict] = {}
     fams: dict[tuple[str, str], dict] = {}
@@ -914,21 +924,22 @@ def generate(output: str | Path, per_template: int = 8, seed: int = 0, catalog_p
         ood = rec["split"] == "ood"
         eid, fid = rec["base_eye"], rec["design_family"]
         if eid not in eyes:
-            eyes[eid] = base_eye(eid, seed, ood)
+            eyes[eid] = base_eye(eid, key, ood)
         if (eid, fid) not in fams:
-            fams[(eid, fid)] = fit_icl(eyes[eid], family(fid, seed, ood))
+            fams[(eid, fid)] = fit_icl(eyes[eid], family(fid, key, ood))
         tasks.append((rec, eyes[eid], fams[(eid, fid)]))
     built = run_tasks(_build, tasks, scheduler=scheduler, workers=workers, description="building instances",
                       quiet=not progress)
     for rec, b in zip(records, built):
         _write_instance(out, catalog, rec, b)
     split_rows = [{k: r[k] for k in ("id", "template", "split", "base_eye", "design_family")} for r in records]
-    write_json(out / "private" / "splits.json", {"seed": seed, "per_template": per_template,
+    write_key(out, key)
+    write_json(out / "private" / "splits.json", {**key.manifest_fields(), "per_template": per_template,
                                                  "groups": groups, "instances": split_rows})
     shutil.copyfile(default_path() if catalog_path is None else catalog_path, out / "catalog.json")
     (out / "README.md").write_text(README, encoding="utf-8")
     counts = {s: sum(1 for r in records if r["split"] == s) for s in SPLITS}
-    write_manifest(out, {"kind": "icl-pro-release", "seed": seed, "per_template": per_template,
+    write_manifest(out, {"kind": "icl-pro-release", **key.manifest_fields(), "per_template": per_template,
                          "instances": counts, "reference_engine": ref.ENGINE})
     return {"instances": counts, "groups": groups, "seconds": time.perf_counter() - t0}
 
