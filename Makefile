@@ -54,7 +54,7 @@ dev: system-deps | $(PY)
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/icl demo --output demo-output
+	$(VENV)/bin/icl demo --output demo-output --force
 
 test: $(STAMP) test-deps
 	$(PY) -m pytest $(PYTEST_ARGS)

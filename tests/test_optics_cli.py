@@ -20,7 +20,7 @@ def test_render_example(tmp_path):
     np.testing.assert_array_equal(arrays["scene"], arrays["components"].sum(axis=0))
     assert float(arrays["angular_pixel_arcsec"]) == 4.0
     np.testing.assert_allclose(arrays["x_arcmin"][[0, -1]], [-255.5 * 4 / 60, 255.5 * 4 / 60])
-    ledger = json.loads(out.with_suffix(".json").read_text())
+    ledger = json.loads((tmp_path / "example.npz.ledger.json").read_text())
     assert abs(ledger["total"]["numerical_residual"]) < 1e-12
     assert ledger["sources"]["L2"]["source_flux"] == pytest.approx(0.5)
 

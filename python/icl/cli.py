@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -22,15 +25,44 @@ COMMAND_MODULES = (
     "icl.forensics.cli",
     "icl.demo",
     "icl.imaging.cli",
+    "icl.review.cli",
 )
 
 
+# Path parameters that name what a command writes; every other path parameter is an input.
+OUTPUT_PARAMS = frozenset({"output", "output_dir", "logs_dir", "work", "png", "figure"})
+
+
+def _guarded(cmd: click.Command) -> Callable[..., Any]:
+    """Wrap ``cmd``'s callback so that its path inputs are protected from its own writes."""
+    paths = {
+        p.name for p in cmd.params if isinstance(p.type, click.Path) and p.name not in OUTPUT_PARAMS
+    }
+    callback = cmd.callback
+
+    @functools.wraps(callback)
+    def run(**kwargs: Any) -> Any:
+        from icl.io import protect_input
+
+        for name in paths:
+            values = kwargs.get(name)
+            for value in values if isinstance(values, (tuple, list)) else (values,):
+                if value is not None:
+                    protect_input(value)
+        return callback(**kwargs)
+
+    return run
+
+
 class _Group(click.Group):
-    """Turn :class:`InputError` into a one-line message and exit status 2."""
+    """Run each command inside :func:`icl.io.input_guard`; report bad input in one line, exit status 2."""
 
     def invoke(self, ctx: click.Context):
+        from icl.io import input_guard
+
         try:
-            return super().invoke(ctx)
+            with input_guard():
+                return super().invoke(ctx)
         except InputError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
@@ -44,4 +76,5 @@ def main() -> None:
 
 for _name in COMMAND_MODULES:
     for _cmd in importlib.import_module(_name).COMMANDS:
+        _cmd.callback = _guarded(_cmd)
         main.add_command(_cmd)

@@ -7,13 +7,16 @@ from pathlib import Path
 
 import click
 
+from icl.cli_options import force_option
+
 BASELINES = ("reference", "wrong-position", "no-halo", "fixed-circle")
 
 
 @click.command("demo")
 @click.option("--output", default="demo-output", show_default=True, type=click.Path(file_okay=False))
 @click.option("--no-gallery", is_flag=True, help="Skip the evaluator-only gallery.")
-def demo(output: str, no_gallery: bool) -> None:
+@force_option
+def demo(output: str, no_gallery: bool, force: bool) -> None:
     """Build the halo release, run the four baselines and print their scores."""
     import time
 
@@ -23,8 +26,9 @@ def demo(output: str, no_gallery: bool) -> None:
     from icl.halo.baselines import run_baseline
     from icl.halo.evaluate import evaluate, write_score
     from icl.halo.release import generate
+    from icl.io import prepare_output_dir
 
-    out = Path(output)
+    out = prepare_output_dir(output, force)
     console = Console()
     tty = sys.stderr.isatty()
     t0 = time.perf_counter()

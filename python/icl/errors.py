@@ -23,3 +23,10 @@ class InputError(ValueError):
         self.reason = message
         where = ": ".join(x for x in (file, field) if x)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class OutputError(InputError):
+    """An output path that cannot or must not be written (an input, a device, a symlink, a file parent).
+
+    The CLI reports it like :class:`InputError`: one line naming the path, exit status 2.
+    """

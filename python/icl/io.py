@@ -1,7 +1,10 @@
 """File I/O shared by every track: atomic writes, bounded JSON and npz loading, manifests.
 
-Loaders never unpickle, bound what they read, and raise :class:`icl.errors.InputError` naming the
-file and the field at fault (DESIGN.md section 7).
+Loaders never unpickle, bound what they read, refuse duplicate JSON keys and raise
+:class:`icl.errors.InputError` naming the file and the field at fault. Writers replace only regular
+files or absent paths, never a symbolic link, and never a file the running command reads
+(:func:`input_guard`); generators start from an empty folder (:func:`prepare_output_dir`). The rules
+are stated in ``docs/conventions.md``.
 """
 
 from __future__ import annotations
@@ -11,22 +14,117 @@ import json
 import math
 import os
 import secrets
+import shutil
 import stat
 import tokenize
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from icl.errors import InputError
+from icl.errors import InputError, OutputError
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 MAX_NPZ_BYTES = 512 * 1024 * 1024  # decompressed, summed over members
 MAX_JSON_DEPTH = 64
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+# The inputs of the running command, by (device, inode) -> resolved path. ``None`` outside
+# :func:`input_guard`: library callers keep full control of their files. A module global rather
+# than a ContextVar so that worker threads of a command see it too.
+_protected: dict[tuple[int, int], str] | None = None
+
+
+@contextmanager
+def input_guard() -> Iterator[None]:
+    """Protect the inputs of one command from its own writes for the duration of the block.
+
+    Every path given to :func:`protect_input`, and every file read by :func:`load_json` or
+    :func:`load_npz`, is recorded by device and inode; the writers then refuse it as a target, and
+    :func:`prepare_output_dir` refuses to empty a folder holding it. The ``icl`` command line runs
+    each command inside this guard.
+    """
+    global _protected
+    saved, _protected = _protected, {}
+    try:
+        yield
+    finally:
+        _protected = saved
+
+
+def protect_input(path: str | os.PathLike) -> None:
+    """Record ``path`` (file or folder) as an input of the running command; a no-op outside the guard."""
+    if _protected is None:
+        return
+    try:
+        st = os.stat(path)
+        real = str(Path(path).resolve())
+    except (OSError, RuntimeError):
+        return  # nothing there yet: nothing to protect
+    _protected[(st.st_dev, st.st_ino)] = real
+
+
+def _input_named_by(st: os.stat_result) -> str | None:
+    return None if _protected is None else _protected.get((st.st_dev, st.st_ino))
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _make_folder(folder: Path, file: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(f"cannot write here: {folder} or one of its parents is a file, not a folder", file) from None
+    except OSError as exc:
+        raise OutputError(f"cannot create the folder {folder}: {exc.strerror or exc}", file) from None
+
+
+def output_target(path: str | os.PathLike) -> Path:
+    """Check that ``path`` may be written and create its folder; return it as a :class:`Path`.
+
+    Allowed: an absent path or a regular file that is not an input of the running command.
+
+    Raises
+    ------
+    OutputError
+        If ``path`` is a symbolic link (outputs are written to real paths only, never through or over
+        a link), a folder, device, FIFO or socket, an input of the running command, or if its folder
+        cannot be created (a parent is a file, a read-only or pseudo file system such as ``/proc``).
+
+    """
+    path = Path(path)
+    file = str(path)
+    _make_folder(path.parent, file)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise OutputError(f"cannot inspect the output: {exc.strerror or exc}", file) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise OutputError("the output is a symbolic link; give the path of a regular file instead", file)
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"the output is {_kind(st.st_mode)}: only regular files are replaced", file)
+    source = _input_named_by(st)
+    if source is not None:
+        raise OutputError(f"the output is an input of this command ({source}); choose another output", file)
+    return path
 
 
 def _temp_beside(path: Path) -> tuple[int, Path]:
@@ -37,22 +135,89 @@ def _temp_beside(path: Path) -> tuple[int, Path]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
         except FileExistsError:
             continue
-    raise FileExistsError(f"no free temporary name beside {path}")
+        except OSError as exc:
+            raise OutputError(f"cannot create a file in {path.parent}: {exc.strerror or exc}", str(path)) from None
+    raise OutputError(f"no free temporary name in {path.parent}", str(path))
+
+
+def _atomic(path: str | os.PathLike, fill) -> None:
+    """Write through ``fill(fd, tmp)`` into a temporary file beside ``path``, then rename it over ``path``."""
+    path = output_target(path)
+    fd, tmp = _temp_beside(path)
+    try:
+        fill(fd, tmp)
+        # os.replace is atomic for readers; no fsync: releases are regenerated, not recovered.
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write: {exc.strerror or exc}", str(path)) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see either the old file or the whole new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temp_beside(path)
-    try:
+    """Write ``data`` to ``path`` so that readers see either the old file or the whole new one.
+
+    The target is checked by :func:`output_target` first.
+    """
+
+    def fill(fd: int, tmp: Path) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        # os.replace is atomic for readers; no fsync: releases are regenerated, not recovered.
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    _atomic(path, fill)
+
+
+def prepare_output_dir(path: str | os.PathLike, force: bool = False) -> Path:
+    """Make ``path`` an empty folder for a generator, so that its manifest lists only what it wrote.
+
+    A missing folder is created and an empty one used as it is. A non-empty folder is refused unless
+    ``force``, which deletes everything inside it first; even then the file system root, the home
+    folder, the current folder and its parents, and a folder holding an input of the running command
+    are never emptied.
+
+    Raises
+    ------
+    OutputError
+        If ``path`` is a symbolic link or not a folder, or is not empty and may not be emptied.
+
+    """
+    path = Path(path)
+    file = str(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        _make_folder(path, file)
+        return path
+    except OSError as exc:
+        raise OutputError(f"cannot inspect the output folder: {exc.strerror or exc}", file) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise OutputError("the output folder is a symbolic link; give the real folder", file)
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"the output folder exists and is {_kind(st.st_mode)}", file)
+    entries = sorted(os.scandir(path), key=lambda e: e.name)
+    if not entries:
+        return path
+    if not force:
+        raise OutputError(
+            f"the output folder is not empty ({len(entries)} entries, e.g. {entries[0].name}); "
+            "choose a new folder or pass --force to empty it first",
+            file,
+        )
+    real = path.resolve()
+    cwd = Path.cwd().resolve()
+    if real == Path(real.anchor) or real == Path.home().resolve() or real == cwd or real in cwd.parents:
+        raise OutputError("--force does not empty the root, home or current folder (or a parent of it)", file)
+    for src in (_protected or {}).values():
+        if Path(src) == real or real in Path(src).parents:
+            raise OutputError(f"--force does not empty a folder holding an input of this command ({src})", file)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+    return path
 
 
 def dumps_json(obj: Any) -> str:
@@ -67,12 +232,9 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
     """Atomically write an uncompressed ``.npz`` with fixed member timestamps (byte-reproducible)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temp_beside(path)
-    os.close(fd)
-    try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as zf:
+
+    def fill(fd: int, tmp: Path) -> None:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as zf:
             for key in sorted(arrays):
                 arr = np.asarray(arrays[key])  # ascontiguousarray would turn a 0-d scalar into shape (1,)
                 if not arr.flags.c_contiguous:
@@ -83,10 +245,8 @@ def write_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
                 info.external_attr = 0o644 << 16
                 with zf.open(info, "w") as fh:
                     np.lib.format.write_array(fh, arr, allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    _atomic(path, fill)
 
 
 def _plain(obj: Any) -> Any:
@@ -139,6 +299,20 @@ def _regular_size(path: Path, file: str) -> int:
     return st.st_size
 
 
+def _unique_keys(file: str):
+    """``object_pairs_hook`` that refuses a key given twice in one object (JSON keeps the last silently)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise InputError("duplicate key in one JSON object", file, key)
+            obj[key] = value
+        return obj
+
+    return hook
+
+
 def _finite_int(text: str) -> int:
     value = int(text)
     try:
@@ -155,12 +329,14 @@ def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     ------
     InputError
         If the file is missing, not a regular file (FIFO, device), too large, not UTF-8, not JSON,
-        too deeply nested, or holds a number that overflows a double.
+        too deeply nested, gives one key twice in an object, or holds a number that overflows a
+        double.
 
     """
     path = Path(path)
     file = str(path)
     size = _regular_size(path, file)
+    protect_input(path)
     if size > max_bytes:
         raise InputError(f"file is {size} bytes, more than the {max_bytes}-byte limit", file)
     with open(path, "rb") as fh:
@@ -173,8 +349,14 @@ def load_json(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file) from None
     try:
         obj = json.loads(
-            text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_finite_int
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_finite_int,
+            object_pairs_hook=_unique_keys(file),
         )
+    except InputError:
+        raise
     except RecursionError:
         raise InputError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file) from None
     except ValueError as exc:
@@ -214,6 +396,7 @@ def load_npz(
     if path.is_symlink():
         raise InputError("symbolic links are not followed", file)
     _regular_size(path, file)
+    protect_input(path)
     try:
         zf = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from icl.cli_options import force_option
 from icl.parallel import scheduler_options
 
 
@@ -13,17 +14,23 @@ from icl.parallel import scheduler_options
 @click.option(
     "--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Release folder."
 )
-@click.option("--seed", type=int, default=None, help="Random seed (default 20261003).")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Make a public development release from this seed: anyone can rebuild its labels and it is "
+                   "never ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
 @scheduler_options
-def forensics_generate(output: Path, seed: int | None, scheduler: str | None, workers: int) -> None:
+@force_option
+def forensics_generate(output: Path, seed: int | None, scheduler: str | None, workers: int, force: bool) -> None:
     """Render physical halo images, mix in forged ones, write a release with private labels."""
     import sys
 
-    from icl.forensics.generate import DEFAULT_SEED, write_release
+    from icl.forensics.generate import write_release
+    from icl.io import prepare_output_dir
 
-    manifest = write_release(output, DEFAULT_SEED if seed is None else seed, progress=sys.stderr.isatty(),
-                             scheduler=scheduler, workers=workers)
-    click.echo(f"{output}: {manifest['counts']} (seed {manifest['seed']}), {len(manifest['files'])} files")
+    prepare_output_dir(output, force)
+
+    manifest = write_release(output, seed, progress=sys.stderr.isatty(), scheduler=scheduler, workers=workers)
+    key = f"seed {seed}, labels rebuildable" if seed is not None else f"secret key {manifest['key_id']}"
+    click.echo(f"{output}: {manifest['counts']} ({key}), {len(manifest['files'])} files")
 
 
 @click.command("forensics-baseline")

@@ -6,22 +6,36 @@ import sys
 
 import click
 
+from icl.cli_options import force_option
 from icl.parallel import scheduler_options
 
 
 @click.command("halo-generate")
 @click.option("--output", required=True, type=click.Path(file_okay=False), help="Release folder to write.")
 @click.option("--no-gallery", is_flag=True, help="Skip the evaluator-only gallery.")
+@click.option("--test-variants", default=4, show_default=True, type=click.IntRange(min=0),
+              help="Keyed variants per case in the held-out test split (0: development split only).")
+@click.option("--seed", default=None, type=click.IntRange(min=0),
+              help="Make a public development release from this seed: anyone can rebuild its test answers and it "
+                   "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
 @scheduler_options
-def halo_generate(output: str, no_gallery: bool, scheduler: str | None, workers: int) -> None:
-    """Generate the halo release: public task, private references, gallery and manifest."""
+@force_option
+def halo_generate(output: str, no_gallery: bool, test_variants: int, seed: int | None, scheduler: str | None,
+                  workers: int, force: bool) -> None:
+    """Generate the halo release: development and test splits, private references, gallery and manifest.
+
+    The development split is the same bytes whatever the key; the test split is a function of the key.
+    """
     import time
 
     from icl.halo.release import generate
+    from icl.io import prepare_output_dir
+
+    prepare_output_dir(output, force)
 
     t0 = time.perf_counter()
     manifest = generate(output, gallery=not no_gallery, progress=sys.stderr.isatty(), scheduler=scheduler,
-                        workers=workers)
+                        workers=workers, test_variants=test_variants, seed=seed)
     click.echo(f"wrote {len(manifest['files'])} files to {output} in {time.perf_counter() - t0:.1f} s")
 
 

@@ -6,6 +6,22 @@ from pathlib import Path
 
 import click
 
+# Sampling().fft_factor, written out so that the command line loads without the engine (a test
+# keeps the two equal).
+DEFAULT_FFT_FACTOR = 2.0
+LEDGER_UNITS = (
+    "absolute flux, in the units of the sources' flux: source_flux = flux x sum of spectral weights; "
+    "divide an entry by source_flux for a fraction"
+)
+
+
+def ledger_path(output: Path) -> Path:
+    """Where ``icl render -o OUTPUT.npz`` writes its ledger: ``OUTPUT.npz.ledger.json``.
+
+    The name keeps the ``.npz`` it belongs to, so that it never lands on a scene file ``OUTPUT.json``.
+    """
+    return output.with_name(output.name + ".ledger.json")
+
 
 @click.command("render")
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -14,22 +30,29 @@ import click
     "-o",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Output .npz; the energy ledger is written beside it as .json.",
+    help="Output .npz; the energy ledger is written beside it as OUTPUT.npz.ledger.json.",
 )
-@click.option("--fft-factor", type=float, default=None, help="FFT period / support window (default 4).")
-def render_cmd(spec: Path, output: Path, fft_factor: float | None) -> None:
-    """Render SPEC (DESIGN.md section 4 scene JSON) through the thin-phase eye."""
+@click.option(
+    "--fft-factor",
+    type=click.FloatRange(min=1.0),
+    default=DEFAULT_FFT_FACTOR,
+    show_default=True,
+    help="Lower bound on the FFT period / PSF support window (>= 1).",
+)
+def render_cmd(spec: Path, output: Path, fft_factor: float) -> None:
+    """Render SPEC (a scene JSON, docs/formats.md) through the thin-phase eye."""
     import numpy as np
     from rich.console import Console
     from rich.table import Table
 
-    from icl.io import load_json, write_json, write_npz
+    from icl.io import load_json, output_target, write_json, write_npz
     from icl.optics import Sampling, Scene, render
 
     scene = Scene.from_dict(load_json(spec), file=str(spec))
-    sampling = Sampling() if fft_factor is None else Sampling(fft_factor=fft_factor)
-    res = render(scene, sampling)
     output = output if output.suffix == ".npz" else output.with_suffix(".npz")
+    for target in (output, ledger_path(output)):  # both checked before anything is written
+        output_target(target)
+    res = render(scene, Sampling(fft_factor=fft_factor))
     write_npz(
         output,
         components=res.components,
@@ -39,14 +62,14 @@ def render_cmd(spec: Path, output: Path, fft_factor: float | None) -> None:
         y_arcmin=res.y_arcmin,
     )
     ledger = {
-        "units": "fraction of the source flux (flux x sum of spectral weights)",
+        "units": LEDGER_UNITS,
         "sources": {s.id: led for s, led in zip(scene.sources, res.ledgers)},
         "total": res.ledger,
         "sampling": res.sampling,
         "scene": scene.to_dict(),
     }
-    write_json(output.with_suffix(".json"), ledger)
-    table = Table(title=f"Energy ledger of {spec.name} (fraction of source flux)")
+    write_json(ledger_path(output), ledger)
+    table = Table(title=f"Energy ledger of {spec.name}", caption="absolute flux (units of the source flux)")
     table.add_column("entry")
     for s in scene.sources:
         table.add_column(s.id, justify="right")
@@ -54,7 +77,7 @@ def render_cmd(spec: Path, output: Path, fft_factor: float | None) -> None:
     for k in res.ledgers[0]:
         table.add_row(k, *(f"{led[k]:.6g}" for led in res.ledgers), f"{res.ledger[k]:.6g}")
     Console().print(table)
-    click.echo(f"wrote {output} and {output.with_suffix('.json')}")
+    click.echo(f"wrote {output} and {ledger_path(output)}")
 
 
 COMMANDS = [render_cmd]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from icl.cli_options import force_option
+
 
 @click.command("patient-annotate")
 @click.option(
@@ -39,9 +41,13 @@ def patient_annotate(port: int, no_browser: bool) -> None:
 @click.command("patient-demo")
 @click.option("--output", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option("--seed", default=2026, show_default=True, type=int, help="Seed of the fictional generator.")
-def patient_demo(output: str, seed: int) -> None:
+@force_option
+def patient_demo(output: str, seed: int, force: bool) -> None:
     """Write the FICTIONAL patient-layer demo set: 48 reports, public targets, reference, demo prediction."""
+    from icl.io import prepare_output_dir
     from icl.patient.demo import build_demo
+
+    prepare_output_dir(output, force)
 
     manifest = build_demo(output, seed)
     click.echo(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from icl.cli_options import force_option
 from icl.parallel import scheduler_options
 
 
@@ -17,14 +18,17 @@ from icl.parallel import scheduler_options
                    "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
 @click.option("--only", multiple=True, help="Template ids to generate (default: all 36).")
 @scheduler_options
+@force_option
 def pro_generate(output: Path, per_template: int, seed: int | None, only: tuple[str, ...], scheduler: str | None,
-                 workers: int) -> None:
+                 workers: int, force: bool) -> None:
     """Generate professional instances, grouped splits and private references into OUTPUT.
 
     The bytes written are the same for serial, ``--workers N`` and ``--scheduler`` runs with one key.
     """
+    from icl.io import prepare_output_dir
     from icl.pro.generate import generate
 
+    prepare_output_dir(output, force)
     summary = generate(output, per_template, seed, only=list(only) or None, scheduler=scheduler, workers=workers)
     click.echo(f"instances {summary['instances']}; groups {summary['groups']}; {summary['seconds']:.1f} s")
 
@@ -56,17 +60,21 @@ def _table(scores: list[dict]) -> None:
     from icl.pro.score import leaderboard
 
     t = Table(title="professional_score (development score while expert review is pending)")
-    for col in ("name", "gates", "score", "worst", "95 % CI", "done", "wall s", "CPU s", "peak MiB",
+    for col in ("place", "name", "gates", "score", "worst", "95 % CI", "done", "wall s", "CPU s", "peak MiB",
                 "A", "B", "C", "D", "E", "F"):
         t.add_column(col)
-    for r in leaderboard(scores):
+    rows = leaderboard(scores)
+    if not all(r["rankable"] for r in rows):
+        t.caption = ("place '-': not ranked, the release's answers can be rebuilt from public information "
+                     "(a --seed development release)")
+    for r in rows:
         gates = " ".join(f"{g}:{'-' if v is None else 'P' if v else 'F'}" for g, v in r["gates"].items())
         ci = "-" if r["bootstrap_95"] is None else f"{r['bootstrap_95'][0]:.1f}-{r['bootstrap_95'][1]:.1f}"
         c = r["cost"]
         cost = ("-", "-", "-") if not c else (f"{sum(c['wall_s']) / len(c['wall_s']):.1f}",
                                              f"{sum(c['cpu_s']) / len(c['cpu_s']):.1f}",
                                              f"{c['peak_rss_bytes'] / 2**20:.0f}")
-        t.add_row(r["name"], gates, f"{r['professional_score']:.1f}", f"{r['worst']:.1f}", ci,
+        t.add_row("-" if r["place"] is None else str(r["place"]), r["name"], gates, f"{r['professional_score']:.1f}", f"{r['worst']:.1f}", ci,
                   f"{r['completion_rate']:.2f}", *cost, *(f"{r['groups'][g]:.2f}" for g in "ABCDEF"))
     Console(width=200).print(t)
 
