@@ -370,6 +370,22 @@ def load_reviews(path: str | Path | None) -> dict[tuple[str, str], float]:
     return out
 
 
+def review_record(path: str | Path | None) -> tuple[dict[tuple[str, str], dict], dict | None]:
+    """Who graded each reviewed check and how it was settled, and the file's agreement statistics.
+
+    Reads the optional fields that ``icl review-merge`` writes (``reviewers``, ``resolution``, ``arbiter``,
+    ``reason``, top-level ``agreement``); a plain reviews file gives empty records.
+    """
+    if path is None:
+        return {}, None
+    data = load_json(path)
+    keep = ("reviewers", "scores", "resolution", "arbiter", "reason", "packet")
+    rows = {(str(r.get("instance")), str(r.get("check"))): {k: r[k] for k in keep if k in r}
+            for r in data.get("reviews", []) if isinstance(r, dict)}
+    head = {k: data.get(k) for k in ("reviewers", "arbiter", "agreement") if k in data}
+    return rows, ({"file": str(path), **head} if head else {"file": str(path)})
+
+
 def load_sets(run_dir: str | Path) -> list[dict] | None:
     """The harness sets of an evaluated run (``sets.json``, see :mod:`icl.pro.evaluate`), or None."""
     p = Path(run_dir) / "sets.json"
@@ -450,6 +466,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     release, run_dir = Path(release), Path(run_dir)
     catalog = catalog or load_catalog(release / "catalog.json")
     rev = load_reviews(reviews)
+    rev_detail, rev_head = review_record(reviews)
     sets = load_sets(run_dir)
     where: dict[str, tuple[Path, str | None]] = {}
     for row in sets or []:
@@ -479,6 +496,8 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
                 s, why = None, "pending expert review"
                 pending += 1
             checks_out.append({"instance": row["id"], "check": ch.id, "mode": ch.mode, "score": s, "reason": why})
+            if ch.mode == "expert" and why == "expert review" and rev_detail.get((row["id"], ch.id)):
+                checks_out[-1]["review"] = rev_detail[(row["id"], ch.id)]
             if s is not None:
                 vals.append(s)
         for k, v in sc.flags.items():
@@ -488,7 +507,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
         clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
     summary = aggregate(catalog, inst_scores)
     gates = _gates(catalog, checks_out, flags, _g3(sets, run_ok))
-    return {"split": split, **summary, "gates": gates, "pending_expert_checks": pending,
+    return {"split": split, **summary, "gates": gates, "pending_expert_checks": pending, "reviews": rev_head,
             "professional_score_status": ("development score: " + f"{pending} expert checks pending")
             if pending else "complete", "completion_rate": float(np.mean([v[2] for v in inst_scores.values()]))
             if inst_scores else 0.0, "cost": run_cost(sets), "checks": checks_out,
@@ -568,6 +587,7 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
     costs = [r["cost"] for r in runs if r["cost"] is not None]
     return {"name": name, "split": split, "runs": len(runs), "professional_score": float(np.mean(totals)),
             "professional_score_status": runs[0]["professional_score_status"], "worst": float(min(totals)),
+            "reviews": runs[0]["reviews"],
             "run_scores": totals, "completion_rate": float(np.mean([r["completion_rate"] for r in runs])),
             "cost": {"wall_s": [c["wall_s"] for c in costs], "cpu_s": [c["cpu_s"] for c in costs],
                      "peak_rss_bytes": max((c["peak_rss_bytes"] for c in costs), default=None)} if costs else None,
