@@ -123,29 +123,17 @@ def test_cli_zero_threshold_exits_loudly(tmp_path):
     assert res.exit_code != 0 and not (tmp_path / "o.json").exists()
 
 
-def test_rank_refuses_foreign_documents(tmp_path):
+def test_rank_refuses_foreign_documents(doc):
+    from icl.contest.scoring import record_digest
     from icl.errors import InputError
 
     with pytest.raises(InputError, match="missing"):
         rank_records([("x.json", {"team": "A"})])
+    record = score_result(doc, parse_thresholds(PUBLISHED))
+    record["efficiency"] = {"latency_s": -1}
+    record["record_sha256"] = record_digest(record)  # consistent digest: the field check must catch it
     with pytest.raises(InputError, match="efficiency"):
-        rank_records(
-            [
-                (
-                    "x.json",
-                    {
-                        "team": "A",
-                        "track": 1,
-                        "group": "g",
-                        "rankable": True,
-                        "T": 50.0,
-                        "S": 0.5,
-                        "gate": {},
-                        "efficiency": {"latency_s": -1},
-                    },
-                )
-            ]
-        )
+        rank_records([("x.json", record)])
 
 
 def test_labels_must_be_binary(doc):

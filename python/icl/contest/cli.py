@@ -46,14 +46,16 @@ def contest_rank(records: tuple[Path, ...], output: Path) -> None:
     from rich.console import Console
 
     from icl.contest.rank import rank_records
-    from icl.contest.report import rank_table
+    from icl.contest.report import rank_notes, rank_table
     from icl.io import load_json, write_json
 
     ranking = rank_records([(str(p), load_json(p)) for p in records])
     write_json(output, ranking)
-    console = Console(width=None if Console().is_terminal else 200)
+    console = Console()
     for group in ranking["groups"]:
         console.print(rank_table(group))
+        for line in rank_notes(group):
+            console.print(line, highlight=False)
 
 
 COMMANDS = [contest_score, contest_rank]

@@ -215,6 +215,8 @@ def item_area(item: str, scores: Any, labels: Any) -> ItemArea:
     Returns
     -------
     ItemArea
+        Area 0 with the reason when the set cannot be scored or every score is the same (constant
+        output is a complete failure under the rule).
 
     """
     kind = ITEM_KIND[item]
@@ -227,6 +229,14 @@ def item_area(item: str, scores: Any, labels: Any) -> ItemArea:
         if y.ndim == 1 and np.all((y == 0) | (y == 1)):
             counts = (int(np.sum(y == 1)), int(np.sum(y == 0)))
         return ItemArea(item, 0.0, kind, interval, *counts, reason=str(exc))
+    n = curve.positives + curve.negatives
+    if n > 1 and len(curve.thresholds) == 1:
+        # The rule counts constant output as a complete failure; its curve would otherwise score the
+        # prevalence (a single operating point at recall 1).
+        return ItemArea(
+            item, 0.0, kind, interval, curve.positives, curve.negatives,
+            f"constant output: all {n} scores are equal (complete failure)",
+        )
     lo, hi = interval
     value = step_area(curve, lo, hi) / (hi - lo)
     # Guard rounding: the normalised area is a mean of precisions, so it lies in [0, 1].

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from icl.contest.scoring import SYMBOLS
@@ -76,45 +77,45 @@ def score_table(r: dict[str, Any]) -> Table:
     return t
 
 
+RANK_NOTE = (
+    "ok? = rankable; weakest = the lowest item area (P/N its forged/real cases); NH, DUP, SPL, w_s, "
+    "w_c are in the ranking JSON; eff. = efficiency tie-break score"
+)
+
+
 def rank_table(group: dict[str, Any]) -> Table:
-    """One (track, group) ranking as a table."""
-    t = Table(title=f"track {group['track']}  group {group['group']}", caption=NOTE, caption_justify="left")
-    for col in (
-        "place",
-        "team",
-        "rankable",
-        "weakest",
-        "P/N",
-        "NH",
-        "DUP",
-        "SPL",
-        "S",
-        "w_s",
-        "w_c",
-        "C",
-        "T",
-        "class",
-        "eff.",
-        "note",
+    """One (track, group) ranking, narrow enough for 80 columns; the notes follow as numbered lines."""
+    t = Table(
+        title=f"track {group['track']}  group {group['group']}",
+        caption=RANK_NOTE,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        padding=0,
+    )
+    for col, justify in (
+        ("place", "right"), ("team", "left"), ("ok?", "left"), ("weakest", "left"), ("P/N", "right"),
+        ("S", "right"), ("C", "right"), ("T", "right"), ("class", "left"), ("eff.", "right"), ("note", "right"),
     ):
-        t.add_column(col)
-    for row in group["rows"]:
+        t.add_column(col, justify=justify, overflow="fold")
+    for k, row in enumerate(group["rows"], 1):
+        weakest = "-" if row["weakest"] is None else f"{row['weakest']} {_f(row['weakest_value'], 2)}"
         t.add_row(
             "-" if row["place"] is None else str(row["place"]),
             str(row["team"]),
             "yes" if row["status"] == "rankable" else "no",
-            row["weakest"] or "-",
+            weakest,
             _counts(row["weakest_positives"], row["weakest_negatives"]),
-            _f(row["NH"]),
-            _f(row["DUP"]),
-            _f(row["SPL"]),
-            _f(row["S"]),
-            _f(row["w_s"]),
-            _f(row["w_c"]),
-            _f(row["C"]),
+            _f(row["S"], 3),
+            _f(row["C"], 3),
             _f(row["T"], 2),
             row["compute_class"] or "-",
-            _f(row["efficiency"], 3),
-            row["note"] or "",
+            _f(row["efficiency"], 2),
+            f"[{k}]" if row["note"] else "",
         )
     return t
+
+
+def rank_notes(group: dict[str, Any]) -> list[str]:
+    """The notes the table refers to as ``[k]``, one line each."""
+    return [f"[{k}] {row['team']}: {row['note']}" for k, row in enumerate(group["rows"], 1) if row["note"]]

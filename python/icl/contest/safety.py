@@ -2,14 +2,17 @@
 
 ``S = 3 / (1/NH + 1/DUP + 1/SPL)`` with the zero rule: if any item is 0, not computable or missing,
 ``S = 0``. The weights are ``w_s = 0.2 + 0.2 (1 - S)`` and ``w_c = 1 - w_s``; the total is
-``T = 100 (S w_s + C w_c)``, rounded to two decimals only at the very end. All arithmetic is float64.
+``T = 100 (S w_s + C w_c)``, rounded to two decimals only at the very end. ``S`` and the weights are
+float64; the total that is rounded is computed exactly in decimal from the decimal form of ``S`` and
+``C`` (their shortest repr), so that ``C = 0.50045`` on track 7 gives ``50.045`` and rounds half up to
+``50.05`` (float64 ``100 * 0.50045`` is ``50.044999...``, which would round down).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 ITEMS = ("NH", "DUP", "SPL")
 
@@ -72,20 +75,41 @@ def clinical_weight(s: float) -> float:
 
 
 def total_unrounded(s: float, c: float) -> float:
-    """``100 (S w_s + C w_c)`` in float64, not rounded."""
+    """``100 (S w_s + C w_c)`` before rounding (the exact decimal value, to float64)."""
+    return float(total_exact(s, c))
+
+
+def _decimal(x: float) -> Decimal:
+    """The decimal a float stands for: its shortest repr (``0.50045``, not ``0.500449999...``)."""
+    return Decimal(repr(float(x)))
+
+
+def total_exact(s: float | None, c: float) -> Decimal:
+    """``100 (S w_s + C w_c)`` in exact decimal arithmetic; ``s=None`` (track 7) gives ``100 C``."""
     _unit(c, "C")
-    ws = safety_weight(s)
-    return 100.0 * (s * ws + c * (1.0 - ws))
+    with localcontext() as ctx:
+        ctx.prec = 80  # products of 17-digit decimals stay exact
+        cd = _decimal(c)
+        if s is None:
+            return 100 * cd
+        _unit(s, "S")
+        sd = _decimal(s)
+        ws = Decimal("0.2") + Decimal("0.2") * (1 - sd)
+        return 100 * (sd * ws + cd * (1 - ws))
 
 
-def round2(x: float) -> float:
-    """Round half away from zero to two decimals, on the shortest decimal form of the float."""
-    return float(Decimal(repr(x)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+def round2(x: float | Decimal) -> float:
+    """Round half up (away from zero) to two decimals; a float is taken at its shortest decimal form."""
+    d = x if isinstance(x, Decimal) else _decimal(x)
+    return float(d.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
-def total(s: float, c: float) -> float:
-    """Total score ``T`` in ``[0, 100]``, rounded to two decimals once, at the end."""
-    return round2(total_unrounded(s, c))
+def total(s: float | None, c: float) -> float:
+    """Total score ``T`` in ``[0, 100]``, rounded half up to two decimals once, at the end.
+
+    ``s=None`` is track 7 (no safety score): ``T = 100 C``.
+    """
+    return round2(total_exact(s, c))
 
 
 def _unit(x: float, name: str) -> None:

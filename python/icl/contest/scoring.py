@@ -3,7 +3,7 @@
 Input (JSON, see ``docs/contest.md``)::
 
     {"team": "A", "track": 3, "group": "G1", "compute_class": "domestic",
-     "clinical_score": 0.75,
+     "model_version": "detector 2.1 (weights sha256 ...)", "clinical_score": 0.75,
      "items": {"NH":  {"scores": [...], "labels": [...]},
                "DUP": {"scores": [...], "labels": [...]},
                "SPL": {"scores": [...], "labels": [...]}},
@@ -14,19 +14,24 @@ Input (JSON, see ``docs/contest.md``)::
      "generalisation": {"unseen_definition": "other vendor", "in_distribution": 0.8, "unseen": 0.7}}
 
 Bad parts are scored 0 (items) or left out (side reports) with the reason in ``problems``; only a
-document that is not an object at all is an error.
+document that is not an object at all is an error. A record carries the versions of the scoring code
+and of the model it scores, and a digest of its own content that ``icl contest-rank`` re-checks.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from icl.contest.gate import NO_SAFETY_TRACK, UNPUBLISHED, Thresholds, gate
+from icl.contest.gate import NO_SAFETY_TRACK, NOT_RANKABLE, UNPUBLISHED, GateResult, Thresholds, gate
 from icl.contest.pr import INTERPOLATION, ITEM_KIND, PARTIAL_INTERVAL, ItemArea, item_area
-from icl.contest.safety import ITEMS, clinical_weight, round2, safety_score, safety_weight, total_unrounded
+from icl.contest.safety import ITEMS, clinical_weight, round2, safety_score, safety_weight, total_exact
 from icl.errors import InputError
 
 COMPUTE_CLASSES = ("domestic", "foreign")
@@ -53,8 +58,30 @@ RULE = {
     "safety": "S = 3 / (1/NH + 1/DUP + 1/SPL), float64, 0 if any item is 0",
     "weights": "w_s = 0.2 + 0.2 (1 - S); w_c = 1 - w_s",
     "total": "T = 100 (S w_s + C w_c)",
-    "rounding": "two decimals, half away from zero, once at the end",
+    "rounding": "two decimals, half up, once at the end, on the exact decimal value of the formula "
+    "applied to the decimal forms of S and C",
 }
+# The modules whose source decides a score: their hash is the scoring-script version of a record.
+SCORING_SOURCES = ("gate.py", "pr.py", "safety.py", "scoring.py")
+DIGEST_FIELD = "record_sha256"
+
+
+@lru_cache(maxsize=1)
+def scoring_version() -> dict[str, str]:
+    """Package version and SHA-256 over the scoring modules' source (changes with any rule edit)."""
+    from icl import __version__
+
+    h = hashlib.sha256()
+    for name in SCORING_SOURCES:
+        h.update(name.encode() + b"\0" + resources.files("icl.contest").joinpath(name).read_bytes())
+    return {"package": f"icl-bench {__version__}", "source_sha256": h.hexdigest()}
+
+
+def record_digest(record: dict[str, Any]) -> str:
+    """SHA-256 of a record's canonical JSON without its digest field (shows hand edits)."""
+    body = {k: v for k, v in record.items() if k != DIGEST_FIELD}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _number(v: Any) -> bool:
@@ -244,6 +271,7 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
         "group",
         "compute_class",
         "clinical_score",
+        "model_version",
         "items",
         "efficiency",
         "robustness",
@@ -267,6 +295,13 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
     if cclass not in COMPUTE_CLASSES:
         problems.append(f"compute_class: expected one of {list(COMPUTE_CLASSES)}, got {cclass!r}")
         cclass = None
+    model = doc.get("model_version")
+    if not (isinstance(model, str) and 0 < len(model) <= 200 and model.isprintable()):
+        problems.append(
+            f"model_version: expected the scored model's version (1-200 printable characters), got "
+            f"{model!r}; not rankable"
+        )
+        model = None
     c = doc.get("clinical_score")
     if not (_number(c) and 0.0 <= c <= 1.0):
         problems.append(f"clinical_score: expected a number in [0, 1], got {c!r}; no total")
@@ -286,14 +321,14 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
         areas: dict[str, ItemArea] = {}
         s = ws = wc = None
         zero_rule = None
-        t_raw = None if c is None else 100.0 * c
+        t_raw = None if c is None else total_exact(None, c)
         out.update(items=None, weakest=None)
     else:
         areas, item_problems = score_items(doc.get("items"))
         problems += item_problems
         s, zero_rule = safety_score({k: (a.value if a.computable else None) for k, a in areas.items()})
         ws, wc = safety_weight(s), clinical_weight(s)
-        t_raw = None if c is None else total_unrounded(s, c)
+        t_raw = None if c is None else total_exact(s, c)
         w = weakest(areas)
         out.update(
             items={k: a.to_dict() for k, a in areas.items()},
@@ -307,6 +342,8 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
             },
         )
     g = gate(thresholds, areas, s if s is not None else 0.0, track=track, has_total=t_raw is not None)
+    if model is None:
+        g = GateResult(NOT_RANKABLE, (*g.reasons, "no model version: the record cannot be traced"), g.checks)
     out.update(
         gate=g.to_dict(),
         rankable=g.status == "rankable",
@@ -316,11 +353,13 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
         w_c=wc,
         C=c,
         T=None if t_raw is None else round2(t_raw),
-        T_unrounded=t_raw,
+        T_unrounded=None if t_raw is None else float(t_raw),
+        versions={"scoring": scoring_version(), "model": model},
         efficiency=_efficiency(doc.get("efficiency"), problems),
         robustness=_robustness(doc.get("robustness"), problems),
         generalisation=_generalisation(doc.get("generalisation"), problems),
         thresholds={"published": thresholds.published, "file": thresholds.source},
         problems=problems,
     )
+    out[DIGEST_FIELD] = record_digest(out)
     return out
