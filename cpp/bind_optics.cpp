@@ -59,7 +59,10 @@ void register_optics(py::module_& m) {
         .def_readwrite("hole_diameter", &icl::PupilParams::hole_diameter)
         .def_readwrite("hole", &icl::PupilParams::hole)
         .def_readwrite("tilt_u", &icl::PupilParams::tilt_u)
-        .def_readwrite("tilt_v", &icl::PupilParams::tilt_v);
+        .def_readwrite("tilt_v", &icl::PupilParams::tilt_v)
+        .def_readwrite("edge_taps", &icl::PupilParams::edge_taps,
+                       "Symmetric taps (fine-cell offsets) filtering every aperture's coverage; empty: plain coverage.")
+        .def_readwrite("edge_sub", &icl::PupilParams::edge_sub, "Fine cells per grid cell for the filtered coverage.");
 
     m.def("disk_coverage", [](double cx, double cy, double r, std::ptrdiff_t n, double du) {
         require(n > 0 && du > 0 && r >= 0, "disk_coverage: need n > 0, du > 0, r >= 0");
@@ -70,8 +73,22 @@ void register_optics(py::module_& m) {
     }, py::arg("cx"), py::arg("cy"), py::arg("r"), py::arg("n"), py::arg("du"),
     "Exact area fraction of each cell of an n x n grid (pitch du, centred) inside a disk.");
 
+    m.def("disk_coverage_filtered", [](double cx, double cy, double r, std::ptrdiff_t n, double du,
+                                       const std::vector<double>& taps, int sub) {
+        require(n > 0 && du > 0 && r >= 0 && sub >= 1, "disk_coverage_filtered: need n > 0, du > 0, r >= 0, sub >= 1");
+        require(taps.empty() || static_cast<int>(taps.size() % 2) == sub % 2,
+                "disk_coverage_filtered: the taps' length and sub must have the same parity");
+        darray out({n, n});
+        double* o = out.mutable_data();
+        { py::gil_scoped_release nogil; icl::disk_coverage_filtered(cx, cy, r, n, du, taps, sub, o); }
+        return out;
+    }, py::arg("cx"), py::arg("cy"), py::arg("r"), py::arg("n"), py::arg("du"), py::arg("taps"), py::arg("sub"),
+    "Coverage of a disk on cells sub times finer, filtered by symmetric taps along both axes onto the n x n grid.");
+
     m.def("build_pupil", [](const icl::PupilParams& p, std::ptrdiff_t n, double du, double wavelength) {
         require(n > 0 && du > 0 && wavelength > 0, "build_pupil: need n > 0, du > 0, wavelength > 0");
+        require(p.edge_sub >= 1 && (p.edge_taps.empty() || static_cast<int>(p.edge_taps.size() % 2) == p.edge_sub % 2),
+                "build_pupil: edge_sub >= 1 and the edge taps' length of the same parity");
         carray out({n, n});
         auto* o = out.mutable_data();
         { py::gil_scoped_release nogil; icl::build_pupil(p, n, du, wavelength, o); }

@@ -72,13 +72,50 @@ void disk_coverage(double cx, double cy, double r, std::ptrdiff_t n, double du, 
     });
 }
 
+void disk_coverage_filtered(double cx, double cy, double r, std::ptrdiff_t n, double du, const std::vector<double>& taps,
+                            int sub, double* out) {
+    const std::ptrdiff_t len = static_cast<std::ptrdiff_t>(taps.size()), s = sub;
+    if (len == 0) { disk_coverage(cx, cy, r, n, du, out); return; }
+    // Coarse centre i sits at fine index s K + s i + (s - 1) / 2; tap t at fine index s K + s i + (s - len) / 2 + t.
+    const std::ptrdiff_t k = (len - s + 2 * s - 1) / (2 * s) + 1;
+    const std::ptrdiff_t w = s * (n + 2 * k), off = s * k + (s - len) / 2;
+    const double h = du / static_cast<double>(s);
+    // Wholly inside or outside the disk: the filter (unit sum) keeps the constant.
+    const double half_w = 0.5 * static_cast<double>(w) * h;
+    if (std::hypot(std::fabs(cx) + half_w, std::fabs(cy) + half_w) <= r) { std::fill(out, out + n * n, 1.0); return; }
+    std::vector<double> fine(static_cast<std::size_t>(w * w)), rows(static_cast<std::size_t>(w * n), 0.0);
+    disk_coverage(cx, cy, r, w, h, fine.data());
+    // Along u for every fine row that touches the disk, then along v.
+    const double c0 = 0.5 * static_cast<double>(w - 1);
+    parallel_for(w, [&](std::ptrdiff_t i) {
+        const double y = (static_cast<double>(i) - c0) * h;
+        if (std::fabs(y - cy) > r + h) return;
+        const double* src = fine.data() + i * w + off;
+        for (std::ptrdiff_t j = 0; j < n; ++j) {
+            double acc = 0.0;
+            for (std::ptrdiff_t t = 0; t < len; ++t) acc += taps[t] * src[s * j + t];
+            rows[i * n + j] = acc;
+        }
+    });
+    parallel_for(n, [&](std::ptrdiff_t i) {
+        for (std::ptrdiff_t j = 0; j < n; ++j) {
+            double acc = 0.0;
+            for (std::ptrdiff_t t = 0; t < len; ++t) acc += taps[t] * rows[(s * i + off + t) * n + j];
+            out[i * n + j] = acc;
+        }
+    });
+}
+
 void build_pupil(const PupilParams& p, std::ptrdiff_t n, double du, double wavelength,
                  std::complex<double>* out) {
     const std::size_t nn = static_cast<std::size_t>(n * n);
     std::vector<double> pupil(nn), zone(nn), hole(nn, 0.0);
-    disk_coverage(p.pupil_cu, p.pupil_cv, 0.5 * p.pupil_diameter, n, du, pupil.data());
-    disk_coverage(p.dec_u, p.dec_v, 0.5 * p.optic_zone_diameter, n, du, zone.data());
-    if (p.hole_diameter > 0.0) disk_coverage(p.dec_u, p.dec_v, 0.5 * p.hole_diameter, n, du, hole.data());
+    const std::vector<double>& taps = p.edge_taps;
+    const int sub = p.edge_sub;
+    disk_coverage_filtered(p.pupil_cu, p.pupil_cv, 0.5 * p.pupil_diameter, n, du, taps, sub, pupil.data());
+    disk_coverage_filtered(p.dec_u, p.dec_v, 0.5 * p.optic_zone_diameter, n, du, taps, sub, zone.data());
+    if (p.hole_diameter > 0.0)
+        disk_coverage_filtered(p.dec_u, p.dec_v, 0.5 * p.hole_diameter, n, du, taps, sub, hole.data());
     const double c0 = 0.5 * static_cast<double>(n - 1);
     const double k = 2.0 * M_PI / wavelength;
     const double sa = std::sin(p.cyl_axis), ca = std::cos(p.cyl_axis);

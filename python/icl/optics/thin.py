@@ -8,6 +8,7 @@ import numpy as np
 
 from icl._core_loader import core
 from icl.optics.model import Pupil
+from icl.optics.sampling import edge_filter
 
 
 def pupil_params(pupil: Pupil) -> core.PupilParams:
@@ -29,8 +30,15 @@ def pupil_params(pupil: Pupil) -> core.PupilParams:
 
 
 def pupil_field(pupil: Pupil, n: int, du: float, wavelength: float) -> np.ndarray:
-    """Complex thin-phase pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m)."""
-    return core.build_pupil(pupil_params(pupil), n, du, wavelength)
+    """Complex thin-phase pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m).
+
+    Aperture coverages are sampled through :func:`icl.optics.sampling.edge_filter` (cell transfer undone,
+    aliases removed on the far field's window).
+    """
+    params = pupil_params(pupil)
+    filt = edge_filter()
+    params.edge_taps, params.edge_sub = list(filt.taps), filt.sub
+    return core.build_pupil(params, n, du, wavelength)
 
 
 def circle_overlap(r1: float, r2: float, d: float) -> float:
