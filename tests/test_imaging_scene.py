@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from icl.errors import InputError
 from icl.imaging.display import DisplayMapping, to_rgb8
-from icl.imaging.scene_image import ImageMap, write_map_npz
+from icl.optics.image_source import ImageMap, write_map_npz
 from icl.optics import Detector, Extent, Pupil, Scene, Source, render
 
 PUP = Pupil(3.2, 8.0)

@@ -29,3 +29,31 @@ def test_only_the_optics_layers_import_the_kernels():
         if _imports_core(path):
             offenders.append(str(rel))
     assert offenders == []
+
+
+# The engine: the far-field optics and the thick eye. What it may import besides itself: the shared
+# foundations below every layer. Image-extent sources are part of the engine (icl.optics.image_source).
+ENGINE = ("optics", "eye")
+FOUNDATIONS = {"icl", "icl._core", "icl._core_loader", "icl._paths", "icl.errors", "icl.io", "icl.fftw", "icl.parallel"}
+
+
+def _icl_imports(path: Path) -> set[str]:
+    """Every ``icl...`` module an engine file imports, at any depth (lazy imports included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m == "icl" or m.startswith("icl.")}
+
+
+def test_the_engine_never_imports_a_layer_above_it():
+    offenders = []
+    for layer in ENGINE:
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            for module in sorted(_icl_imports(path)):
+                top = ".".join(module.split(".")[:2])
+                if top not in FOUNDATIONS and top.split(".")[1:] and top.split(".")[1] not in ENGINE:
+                    offenders.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert offenders == []

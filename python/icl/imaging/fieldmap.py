@@ -162,7 +162,7 @@ def render_patched(sources: tuple[Source, ...], detector: Detector, pupil_at: Pu
             for key, w in weights.items():
                 share = float((img.values * w).sum())
                 if share > 0:
-                    from icl.imaging.scene_image import ImageMap
+                    from icl.optics.image_source import ImageMap
 
                     sub = ImageMap(img.values * w, img.pitch_arcsec)
                     parts.setdefault(key, []).append(

@@ -1,4 +1,4 @@
-"""Extended sources of any shape: a linear radiance map placed through the band-limited PSF.
+"""Image-extent sources (part of the engine): a linear radiance map placed through the band-limited PSF.
 
 A map source is ``L(theta) = sum_ab w_ab box_q(theta - phi_ab)``: uniform square cells of side ``q``
 (the map's own pitch) centred on the source position, with relative weights ``w`` scaled so that the

@@ -222,7 +222,7 @@ class Detector:
 class Extent:
     """Angular extent of a source: a point, a uniform incoherent disk, or a linear radiance map.
 
-    A map is an :class:`icl.imaging.scene_image.ImageMap`; every kind carries the same total flux.
+    A map is an :class:`icl.optics.image_source.ImageMap`; every kind carries the same total flux.
     """
 
     kind: str = "point"
@@ -238,7 +238,7 @@ class Extent:
         if kind not in EXTENT_KINDS:
             raise InputError(f"must be one of {list(EXTENT_KINDS)}, got {kind!r}", file, _sub(where, "kind"))
         if kind == "image":
-            from icl.imaging.scene_image import ImageMap
+            from icl.optics.image_source import ImageMap
 
             if "diameter_arcmin" in d:
                 raise InputError("an image extent has no diameter", file, _sub(where, "diameter_arcmin"))

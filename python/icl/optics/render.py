@@ -174,7 +174,7 @@ def place(
     base_y, base_x = pixel_offsets(source, det)
     tol = sampling.tap_tolerance
     if source.extent.kind == "image":
-        from icl.imaging.scene_image import place_image
+        from icl.optics.image_source import place_image
 
         return place_image(samples, source, scene, band, sampling)
     if source.extent.kind == "point":
