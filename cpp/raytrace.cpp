@@ -60,9 +60,15 @@ struct SagConst {
 };
 
 // Into the surface frame, p_local = rot (p - origin), d_local = rot d, and the distance along the ray to the
-// surface: the vertex plane for a plane (or a conic with c = 0), otherwise the exact conic root nearest the
-// vertex, t = cc / (-bh + sign(-bh) sqrt(disc)) (free of cancellation), NaN (missed) when the discriminant is
-// negative or the denominator vanishes.
+// surface. A plane (or a conic with c = 0): its vertex plane. A conic: of the two roots of the quadratic, the
+// smaller of those that lie ahead of the ray (t >= -kBehind) and on the sheet through the vertex, where
+// 1 - (1 + k) c z >= 0 (the branch of the sag formula: there it equals sqrt(1 - (1 + k) c^2 r^2)); the
+// roots are cc / (-bh + sign(-bh) sqrt(disc)) and its partner (-bh + sign(-bh) sqrt(disc)) / a (free of
+// cancellation). NaN (missed) when no root qualifies: the discriminant is negative, both roots are behind
+// the ray or on the far sheet (a concave retina met beyond its centre of curvature is hit on the vertex
+// side, never on the far side behind the ray), or the plane is behind the ray.
+constexpr double kBehind = 1e-9;  // mm: a ray that starts on the surface meets it at t = 0 up to rounding
+
 template <bool Conic>
 ICL_RT_INLINE void pass_distance(const Surface& s, Block& b) {
     double R[9];  // a local copy: stores to the block cannot alias it, so it stays in registers
@@ -86,9 +92,13 @@ ICL_RT_INLINE void pass_distance(const Surface& s, Block& b) {
             const double cc = c * (x * x + y * y) + ck * z * z - 2.0 * z;
             const double disc = bh * bh - a * cc;
             const double denom = -bh + std::copysign(std::sqrt(std::max(disc, 0.0)), -bh);
-            t = ((disc < 0.0) | (denom == 0.0)) ? kNan : cc / denom;
+            const double t1 = cc / denom, t2 = denom / a;
+            const bool ok1 = (disc >= 0.0) & finite(t1) & (t1 >= -kBehind) & (1.0 - ck * (z + t1 * n) >= 0.0);
+            const bool ok2 = (disc >= 0.0) & finite(t2) & (t2 >= -kBehind) & (1.0 - ck * (z + t2 * n) >= 0.0);
+            t = ok1 ? (ok2 ? std::min(t1, t2) : t1) : (ok2 ? t2 : kNan);
         } else {
-            t = -z / n;
+            const double tp = -z / n;
+            t = tp >= -kBehind ? tp : kNan;
         }
         b.t[i] = t;
         b.stop[i] = finite(t) ? Mask(0) : Mask(missed);

@@ -32,12 +32,17 @@ def twin_step(s: Surface, pl: Placement, n1, n2, rays: Rays, opts=TraceOptions()
     if c == 0:
         t = -z / n
     else:
+        # Both roots; the first ahead of the ray on the sheet through the vertex (1 - (1 + k) c z >= 0).
         ck = c * (1 + k)
         a = c * (l * l + m * m) + ck * n * n
         bh = c * (x * l + y * m) + ck * z * n - n
         cc = c * (x * x + y * y) + ck * z * z - 2 * z
         disc = bh * bh - a * cc
-        t = cc / (-bh + np.copysign(np.sqrt(disc), -bh))
+        q = -bh + np.copysign(np.sqrt(disc), -bh)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            roots = np.stack([cc / q, q / a])  # the two roots, free of cancellation
+        good = np.isfinite(roots) & (roots >= 0) & (1 - ck * (z + roots * n) >= 0)
+        t = np.where(good, roots, np.inf).min(axis=0)
     if any(s.asphere):
         for _ in range(40):
             hx, hy = x + t * l, y + t * m

@@ -157,7 +157,10 @@ class _Sum(_Wave):
 
 
 def _pupil_terms(pupil: Pupil) -> list[tuple[tuple[Disk, ...], list[tuple[float, _Wave]]]]:
-    """The pupil as a sum over terms ``(region, [(amplitude, W)])``: ``P = sum_terms 1_region sum a exp(ikW)``."""
+    """Split the pupil into terms ``(region, [(amplitude, W)])``.
+
+    ``P = sum over terms of 1_region sum_j a_j exp(i k W_j)``; each region is an intersection of disks.
+    """
     rp = 0.5e-3 * pupil.diameter_mm
     pupil_disk: Disk = (0.0, 0.0, rp)
     eye = _Wave(pupil.eye_excess_d)
@@ -179,8 +182,11 @@ def _pupil_terms(pupil: Pupil) -> list[tuple[tuple[Disk, ...], list[tuple[float,
 
 
 def _max_slope(disks: tuple[Disk, ...], waves: list[tuple[float, _Wave]]) -> float:
-    """Largest |grad W| over the region (rad): |grad W| is convex, so its maximum over the region is at most
-    its maximum on the boundary of the smallest disk containing it."""
+    """Bound |grad W| over the region (rad).
+
+    |grad W| is convex, so its maximum over the region is at most its maximum on the boundary of the
+    smallest of the region's disks.
+    """
     cu, cv, r = min(disks, key=lambda d: d[2])
     phi = np.linspace(0.0, 2.0 * math.pi, 721)
     u, v = cu + r * np.cos(phi), cv + r * np.sin(phi)

@@ -11,18 +11,21 @@ import numpy as np
 
 from icl import fftw  # noqa: F401  (honours ICL_FFTW_MEASURE)
 from icl._core_loader import core
-from icl.optics.model import ARCSEC, Detector, Scene, Source
+from icl.optics.model import ARCSEC, Detector, Pupil, Scene, Source
 from icl.optics.sampling import (
     COARSE_BAND,
+    EDGE_BAND,
     MAX_BAND,
     Grid,
     Sampling,
     design_band,
     disk_kernel,
+    edge_filter,
     make_grid,
     pixel_taps,
     tap_halfwidth,
 )
+from icl.optics.thin import pupil_field
 
 
 class PupilModel(Protocol):
@@ -67,7 +70,7 @@ def psf_samples(
     pitch = pitch_arcsec * ARCSEC
     d = pupil.diameter_mm * 1e-3
     grid = make_grid(lam, pitch, d, support, sampling)
-    p = np.ascontiguousarray(pupil.field(grid.n, grid.du, lam), dtype=complex)
+    p = np.ascontiguousarray(far_field_pupil(pupil, grid, lam, support), dtype=complex)
     if p.shape != (grid.n, grid.n):
         raise ValueError(f"pupil field has shape {p.shape}, expected {(grid.n, grid.n)}")
     area = math.pi * d * d / 4.0
@@ -76,6 +79,20 @@ def psf_samples(
     samples.setflags(write=False)
     energy = float(np.sum(np.abs(p) ** 2) * grid.du**2 / area)
     return PsfSamples(samples, grid, energy)
+
+
+def far_field_pupil(pupil: PupilModel, grid: Grid, wavelength: float, support: int) -> np.ndarray:
+    """Pupil samples whose discrete far field is the continuous one on the support window.
+
+    The thin pupil's aperture coverages go through :func:`icl.optics.sampling.edge_filter` (the cells'
+    area average undone, aliases of the neighbouring periods removed) when the window of ``support``
+    samples lies inside the filter's band. A window wider than that (a full period for the MTF) and
+    other pupil models get the plain field, whose far field keeps the cells' ``sinc(f)`` per axis
+    (f = angle / FFT period) and the autocorrelation support of the pupil itself.
+    """
+    if isinstance(pupil, Pupil) and support <= 2.0 * EDGE_BAND * grid.m:
+        return pupil_field(pupil, grid.n, grid.du, wavelength, edge_filter())
+    return pupil.field(grid.n, grid.du, wavelength)
 
 
 def _band_estimate(scene: Scene) -> float:

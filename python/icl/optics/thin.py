@@ -8,7 +8,7 @@ import numpy as np
 
 from icl._core_loader import core
 from icl.optics.model import Pupil
-from icl.optics.sampling import edge_filter
+from icl.optics.sampling import EdgeFilter
 
 
 def pupil_params(pupil: Pupil) -> core.PupilParams:
@@ -29,15 +29,20 @@ def pupil_params(pupil: Pupil) -> core.PupilParams:
     return p
 
 
-def pupil_field(pupil: Pupil, n: int, du: float, wavelength: float) -> np.ndarray:
+def pupil_field(
+    pupil: Pupil, n: int, du: float, wavelength: float, edge: EdgeFilter | None = None
+) -> np.ndarray:
     """Complex thin-phase pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m).
 
-    Aperture coverages are sampled through :func:`icl.optics.sampling.edge_filter` (cell transfer undone,
-    aliases removed on the far field's window).
+    Plain cell coverages (each cell's exact open area fraction) by default: the pupil itself, for
+    pupil-domain metrics (MTF, Strehl). With ``edge`` (:func:`icl.optics.sampling.edge_filter`) the
+    coverages are taken on finer cells and filtered onto the grid, which makes the grid's far field the
+    pupil's own on the filter's band (what the far-field engine uses); they then reach ``edge.spread``
+    cells beyond each aperture.
     """
     params = pupil_params(pupil)
-    filt = edge_filter()
-    params.edge_taps, params.edge_sub = list(filt.taps), filt.sub
+    if edge is not None:
+        params.edge_taps, params.edge_sub = list(edge.taps), edge.sub
     return core.build_pupil(params, n, du, wavelength)
 
 
