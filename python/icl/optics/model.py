@@ -1,12 +1,19 @@
-"""Scene description of the thin-phase eye (DESIGN.md sections 3-4) with strict JSON round-trip.
+"""Scene description of the thin-phase eye with strict JSON round-trip (docs/conventions.md, docs/formats.md).
 
 Units: pupil lengths in mm, powers in dioptres, axes in degrees counter-clockwise from +x, angles on
 the sky in arcmin, detector pitch in arcsec, wavelengths in nm.
+
+Every rule on a value lives in one place, the dataclasses' ``__post_init__``: the Python API refuses
+what the command line refuses, with the field named (:class:`icl.errors.InputError`). ``from_dict``
+only checks JSON types and adds the file and the field's path to the message.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -18,6 +25,12 @@ ARCMIN = math.pi / (180.0 * 60.0)  # radians per arcmin
 ARCSEC = ARCMIN / 60.0
 HOLE_MODES = ("clear", "black", "index_matched")
 EXTENT_KINDS = ("point", "disk", "image")
+MAX_PUPIL_MM = 12.0
+MAX_OFFSET_ARCMIN = 600.0
+WAVELENGTH_RANGE_NM = (200.0, 2000.0)
+# Refuse a scene whose render would need more memory than this (upper estimate, see
+# :func:`render_memory_estimate`); documented in docs/conventions.md.
+MAX_RENDER_BYTES = 8 * 2**30
 
 
 def _num(
@@ -29,7 +42,7 @@ def _num(
     lo_open: bool = False,
     hi: float | None = None,
 ) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise InputError(f"expected a number, got {type(value).__name__}", file, field_name)
     try:
         v = float(value)
@@ -44,6 +57,26 @@ def _num(
     return v
 
 
+def _typed(value: Any, field_name: str, file: str | None) -> float:
+    """A JSON number as float (type and finiteness only; ranges are the dataclasses' business)."""
+    return _num(value, field_name, file)
+
+
+@contextmanager
+def _located(where: str, file: str | None) -> Iterator[None]:
+    """Add the file and the field's JSON path to an error raised by a dataclass's own checks."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.file is not None:
+            raise
+        raise InputError(exc.reason, file, _sub(where, exc.field or "") or None) from None
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    object.__setattr__(obj, name, value)  # frozen dataclasses: normalise a field in __post_init__
+
+
 def _check_keys(d: Any, allowed: set[str], where: str, file: str | None) -> dict:
     if not isinstance(d, dict):
         raise InputError(f"expected an object, got {type(d).__name__}", file, where or None)
@@ -54,6 +87,8 @@ def _check_keys(d: Any, allowed: set[str], where: str, file: str | None) -> dict
 
 
 def _sub(where: str, key: str) -> str:
+    if not key:
+        return where
     return f"{where}.{key}" if where else key
 
 
@@ -88,37 +123,43 @@ class ICL:
     hole_mm: float = 0.0
     hole: str = "clear"
 
+    def __post_init__(self) -> None:
+        for key in ("power_d", "cylinder_d", "axis_deg"):
+            _set(self, key, _num(getattr(self, key), key, None))
+        dec = self.decentre_mm
+        if isinstance(dec, (str, bytes)) or not hasattr(dec, "__len__") or len(dec) != 2:
+            raise InputError("expected (u_mm, v_mm)", None, "decentre_mm")
+        _set(self, "decentre_mm", tuple(_num(v, f"decentre_mm[{i}]", None) for i, v in enumerate(dec)))
+        _set(self, "optic_zone_mm", _num(self.optic_zone_mm, "optic_zone_mm", None, lo=0, lo_open=True))
+        _set(self, "hole_mm", _num(self.hole_mm, "hole_mm", None, lo=0))
+        if self.hole_mm >= self.optic_zone_mm:
+            raise InputError(
+                f"the hole ({self.hole_mm} mm) must be smaller than the optic zone ({self.optic_zone_mm} mm)",
+                None,
+                "hole_mm",
+            )
+        if self.hole not in HOLE_MODES:
+            raise InputError(f"must be one of {list(HOLE_MODES)}, got {self.hole!r}", None, "hole")
+
     @classmethod
     def from_dict(cls, d: Any, where: str = "pupil.icl", file: str | None = None) -> ICL:
         """Build from a JSON object, naming the field of any error."""
         d = _check_keys(d, {f.name for f in fields(cls)}, where, file)
         kw: dict[str, Any] = {}
-        for key in ("power_d", "cylinder_d", "axis_deg"):
+        for key in ("power_d", "cylinder_d", "axis_deg", "optic_zone_mm", "hole_mm"):
             if key in d:
-                kw[key] = _num(d[key], _sub(where, key), file)
-        if "optic_zone_mm" in d:
-            kw["optic_zone_mm"] = _num(
-                d["optic_zone_mm"], _sub(where, "optic_zone_mm"), file, lo=0, lo_open=True
-            )
-        if "hole_mm" in d:
-            kw["hole_mm"] = _num(d["hole_mm"], _sub(where, "hole_mm"), file, lo=0)
+                kw[key] = _typed(d[key], _sub(where, key), file)
         if "decentre_mm" in d:
             dec = d["decentre_mm"]
             if not isinstance(dec, list) or len(dec) != 2:
                 raise InputError("expected [u_mm, v_mm]", file, _sub(where, "decentre_mm"))
             kw["decentre_mm"] = tuple(
-                _num(v, f"{_sub(where, 'decentre_mm')}[{i}]", file) for i, v in enumerate(dec)
+                _typed(v, f"{_sub(where, 'decentre_mm')}[{i}]", file) for i, v in enumerate(dec)
             )
         if "hole" in d:
-            if d["hole"] not in HOLE_MODES:
-                raise InputError(
-                    f"must be one of {list(HOLE_MODES)}, got {d['hole']!r}", file, _sub(where, "hole")
-                )
             kw["hole"] = d["hole"]
-        icl = cls(**kw)
-        if icl.hole_mm >= icl.optic_zone_mm:
-            raise InputError("hole must be smaller than the optic zone", file, _sub(where, "hole_mm"))
-        return icl
+        with _located(where, file):
+            return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -140,20 +181,24 @@ class Pupil:
     eye_excess_d: float = 8.0
     icl: ICL | None = field(default_factory=ICL)
 
+    def __post_init__(self) -> None:
+        _set(self, "diameter_mm", _num(self.diameter_mm, "diameter_mm", None, lo=0, lo_open=True, hi=MAX_PUPIL_MM))
+        _set(self, "eye_excess_d", _num(self.eye_excess_d, "eye_excess_d", None))
+        if self.icl is not None and not isinstance(self.icl, ICL):
+            raise InputError(f"expected an ICL or None, got {type(self.icl).__name__}", None, "icl")
+
     @classmethod
     def from_dict(cls, d: Any, where: str = "pupil", file: str | None = None) -> Pupil:
         """Build from a JSON object, naming the field of any error."""
         d = _check_keys(d, {"diameter_mm", "eye_excess_d", "icl"}, where, file)
         kw: dict[str, Any] = {}
-        if "diameter_mm" in d:
-            kw["diameter_mm"] = _num(
-                d["diameter_mm"], _sub(where, "diameter_mm"), file, lo=0, lo_open=True, hi=12
-            )
-        if "eye_excess_d" in d:
-            kw["eye_excess_d"] = _num(d["eye_excess_d"], _sub(where, "eye_excess_d"), file)
+        for key in ("diameter_mm", "eye_excess_d"):
+            if key in d:
+                kw[key] = _typed(d[key], _sub(where, key), file)
         if "icl" in d:
             kw["icl"] = None if d["icl"] is None else ICL.from_dict(d["icl"], _sub(where, "icl"), file)
-        return cls(**kw)
+        with _located(where, file):
+            return cls(**kw)
 
     def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
         """Complex pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m) (:mod:`icl.optics.thin`)."""
@@ -191,21 +236,26 @@ class Detector:
     n: int = 512
     pitch_arcsec: float = 4.0
 
+    def __post_init__(self) -> None:
+        n = self.n
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 8 <= n <= 8192:
+            raise InputError(f"must be an integer in [8, 8192], got {n!r}", None, "n")
+        _set(self, "n", int(n))
+        _set(self, "pitch_arcsec", _num(self.pitch_arcsec, "pitch_arcsec", None, lo=0, lo_open=True))
+
     @classmethod
     def from_dict(cls, d: Any, where: str = "detector", file: str | None = None) -> Detector:
         """Build from a JSON object, naming the field of any error."""
         d = _check_keys(d, {"n", "pitch_arcsec"}, where, file)
         kw: dict[str, Any] = {}
         if "n" in d:
-            n = d["n"]
-            if isinstance(n, bool) or not isinstance(n, int) or not 8 <= n <= 8192:
-                raise InputError(f"must be an integer in [8, 8192], got {n!r}", file, _sub(where, "n"))
-            kw["n"] = n
+            if isinstance(d["n"], float):  # JSON 512.0 is not an integer count
+                raise InputError(f"must be an integer in [8, 8192], got {d['n']!r}", file, _sub(where, "n"))
+            kw["n"] = d["n"]
         if "pitch_arcsec" in d:
-            kw["pitch_arcsec"] = _num(
-                d["pitch_arcsec"], _sub(where, "pitch_arcsec"), file, lo=0, lo_open=True
-            )
-        return cls(**kw)
+            kw["pitch_arcsec"] = _typed(d["pitch_arcsec"], _sub(where, "pitch_arcsec"), file)
+        with _located(where, file):
+            return cls(**kw)
 
     @property
     def axis_arcmin(self) -> np.ndarray:
@@ -228,6 +278,21 @@ class Extent:
     kind: str = "point"
     diameter_arcmin: float = 0.0
     image: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXTENT_KINDS:
+            raise InputError(f"must be one of {list(EXTENT_KINDS)}, got {self.kind!r}", None, "kind")
+        if self.kind == "disk":
+            _set(self, "diameter_arcmin", _num(self.diameter_arcmin, "diameter_arcmin", None, lo=0, lo_open=True))
+        elif self.diameter_arcmin != 0.0:
+            raise InputError(f"a {self.kind} extent has no diameter", None, "diameter_arcmin")
+        if self.kind == "image":
+            from icl.optics.image_source import ImageMap
+
+            if not isinstance(self.image, ImageMap):
+                raise InputError("an image extent needs an ImageMap", None, "image")
+        elif self.image is not None:
+            raise InputError(f"a {self.kind} extent has no image", None, "image")
 
     @classmethod
     def from_dict(cls, d: Any, where: str, file: str | None = None) -> Extent:
@@ -252,9 +317,8 @@ class Extent:
             return cls()
         if "diameter_arcmin" not in d:
             raise InputError("a disk needs diameter_arcmin", file, _sub(where, "diameter_arcmin"))
-        return cls(
-            "disk", _num(d["diameter_arcmin"], _sub(where, "diameter_arcmin"), file, lo=0, lo_open=True)
-        )
+        with _located(where, file):
+            return cls("disk", _typed(d["diameter_arcmin"], _sub(where, "diameter_arcmin"), file))
 
     @property
     def radius_arcmin(self) -> float:
@@ -287,7 +351,7 @@ class Source:
     spectrum : tuple of (wavelength_nm, weight)
         Wavelengths and weights, used as given (not renormalised).
     extent : Extent
-        Point or uniform disk.
+        Point, uniform disk or radiance map.
 
     """
 
@@ -298,25 +362,38 @@ class Source:
     spectrum: tuple[tuple[float, float], ...] = ((550.0, 1.0),)
     extent: Extent = field(default_factory=Extent)
 
+    def __post_init__(self) -> None:
+        sid = self.id
+        if not isinstance(sid, str) or not sid or any(c in sid for c in "/\\|\0") or len(sid) > 64:
+            raise InputError("must be a non-empty string of at most 64 characters without / \\ |", None, "id")
+        for key in ("x_arcmin", "y_arcmin"):
+            _set(self, key, _num(getattr(self, key), key, None, lo=-MAX_OFFSET_ARCMIN, hi=MAX_OFFSET_ARCMIN))
+        _set(self, "flux", _num(self.flux, "flux", None, lo=0))
+        spec = self.spectrum
+        if isinstance(spec, (str, bytes)) or not hasattr(spec, "__len__") or len(spec) == 0:
+            raise InputError("expected a non-empty list of (wavelength_nm, weight)", None, "spectrum")
+        pairs = []
+        lo, hi = WAVELENGTH_RANGE_NM
+        for i, pair in enumerate(spec):
+            if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+                raise InputError("expected (wavelength_nm, weight)", None, f"spectrum[{i}]")
+            pairs.append(
+                (_num(pair[0], f"spectrum[{i}][0]", None, lo=lo, hi=hi), _num(pair[1], f"spectrum[{i}][1]", None, lo=0))
+            )
+        _set(self, "spectrum", tuple(pairs))
+        if not isinstance(self.extent, Extent):
+            raise InputError(f"expected an Extent, got {type(self.extent).__name__}", None, "extent")
+
     @classmethod
     def from_dict(cls, d: Any, where: str, file: str | None = None) -> Source:
         """Build from a JSON object, naming the field of any error."""
         d = _check_keys(d, {"id", "x_arcmin", "y_arcmin", "flux", "spectrum", "extent"}, where, file)
         kw: dict[str, Any] = {}
         if "id" in d:
-            sid = d["id"]
-            if not isinstance(sid, str) or not sid or any(c in sid for c in "/\\|\0") or len(sid) > 64:
-                raise InputError(
-                    "must be a non-empty string of at most 64 characters without / \\ |",
-                    file,
-                    _sub(where, "id"),
-                )
-            kw["id"] = sid
-        for key in ("x_arcmin", "y_arcmin"):
+            kw["id"] = d["id"]
+        for key in ("x_arcmin", "y_arcmin", "flux"):
             if key in d:
-                kw[key] = _num(d[key], _sub(where, key), file, lo=-600, hi=600)
-        if "flux" in d:
-            kw["flux"] = _num(d["flux"], _sub(where, "flux"), file, lo=0)
+                kw[key] = _typed(d[key], _sub(where, key), file)
         if "spectrum" in d:
             spec = d["spectrum"]
             if not isinstance(spec, list) or not spec:
@@ -328,13 +405,12 @@ class Source:
                 fw = f"{_sub(where, 'spectrum')}[{i}]"
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise InputError("expected [wavelength_nm, weight]", file, fw)
-                pairs.append(
-                    (_num(pair[0], fw + "[0]", file, lo=200, hi=2000), _num(pair[1], fw + "[1]", file, lo=0))
-                )
+                pairs.append((_typed(pair[0], fw + "[0]", file), _typed(pair[1], fw + "[1]", file)))
             kw["spectrum"] = tuple(pairs)
         if "extent" in d:
             kw["extent"] = Extent.from_dict(d["extent"], _sub(where, "extent"), file)
-        return cls(**kw)
+        with _located(where, file):
+            return cls(**kw)
 
     def to_dict(self) -> dict:
         """JSON form."""
@@ -350,15 +426,47 @@ class Source:
 
 @dataclass(frozen=True)
 class Scene:
-    """Sources seen through one pupil onto one detector."""
+    """Sources seen through one pupil onto one detector.
+
+    ``pupil`` is a :class:`Pupil` or any eye model with the same interface (a thick eye). A scene
+    whose render would need more than :data:`MAX_RENDER_BYTES` (:func:`render_memory_estimate`) is
+    refused: the support window grows with the farthest source, and the FFT plane with its square.
+    """
 
     sources: tuple[Source, ...]
     pupil: Pupil = field(default_factory=Pupil)
     detector: Detector = field(default_factory=Detector)
 
+    def __post_init__(self) -> None:
+        srcs = self.sources
+        if isinstance(srcs, Source) or not isinstance(srcs, (tuple, list)) or not srcs:
+            raise InputError("expected a non-empty tuple of Source", None, "sources")
+        for i, src in enumerate(srcs):
+            if not isinstance(src, Source):
+                raise InputError(f"expected a Source, got {type(src).__name__}", None, f"sources[{i}]")
+        _set(self, "sources", tuple(srcs))
+        ids = [s.id for s in self.sources]
+        if len(set(ids)) != len(ids):
+            raise InputError(f"source ids must be unique, got {ids}", None, "sources")
+        if not isinstance(self.detector, Detector):
+            raise InputError(f"expected a Detector, got {type(self.detector).__name__}", None, "detector")
+        diameter = getattr(self.pupil, "diameter_mm", None)
+        if not (isinstance(diameter, (int, float)) and math.isfinite(diameter) and diameter > 0):
+            raise InputError("expected a pupil model with a positive diameter_mm", None, "pupil")
+        need = render_memory_estimate(self)
+        if need > MAX_RENDER_BYTES:
+            far = max(self.sources, key=lambda s: max(abs(s.x_arcmin), abs(s.y_arcmin)) + s.extent.radius_arcmin)
+            raise InputError(
+                f"rendering needs about {need / 2**30:.3g} GiB, more than the {MAX_RENDER_BYTES / 2**30:g} GiB "
+                f"cap: the support window reaches the farthest source ({far.id} at "
+                f"({far.x_arcmin:g}, {far.y_arcmin:g}) arcmin); move it closer or use a coarser detector pitch",
+                None,
+                "sources",
+            )
+
     @classmethod
     def from_dict(cls, d: Any, file: str | None = None) -> Scene:
-        """Build from the JSON form of DESIGN.md section 4; errors name the file and field."""
+        """Build from the JSON form (docs/formats.md); errors name the file and field."""
         d = _check_keys(d, {"pupil", "detector", "sources"}, "", file)
         if "sources" not in d:
             raise InputError("required", file, "sources")
@@ -366,12 +474,10 @@ class Scene:
         if not isinstance(srcs, list) or not srcs:
             raise InputError("expected a non-empty list", file, "sources")
         sources = tuple(Source.from_dict(s, f"sources[{i}]", file) for i, s in enumerate(srcs))
-        ids = [s.id for s in sources]
-        if len(set(ids)) != len(ids):
-            raise InputError(f"source ids must be unique, got {ids}", file, "sources")
         pupil = Pupil.from_dict(d.get("pupil", {}), "pupil", file)
         detector = Detector.from_dict(d.get("detector", {}), "detector", file)
-        return cls(sources, pupil, detector)
+        with _located("", file):
+            return cls(sources, pupil, detector)
 
     def to_dict(self) -> dict:
         """JSON form (round-trips through :meth:`from_dict`)."""
@@ -380,3 +486,27 @@ class Scene:
             "detector": asdict(self.detector),
             "sources": [s.to_dict() for s in self.sources],
         }
+
+
+def render_memory_estimate(scene: Scene, fft_factor: float | None = None) -> int:
+    """Upper estimate (bytes) of the largest allocation a render of ``scene`` makes.
+
+    One complex128 FFT plane of side ``m``, where ``m`` is the largest of ``fft_factor`` times the
+    support window (detector half-width + farthest source offset + largest extent radius, at the
+    detector pitch), the pupil-sampling bound and the period bound of the default
+    :class:`icl.optics.sampling.Sampling`; plus the float64 components and their sum. Point sources
+    are sampled up to 2-3 pixels apart, so the estimate is high by up to an order of magnitude there.
+    """
+    from icl.optics.sampling import Sampling
+
+    smp = Sampling() if fft_factor is None else Sampling(fft_factor=fft_factor)
+    det = scene.detector
+    offset = max(max(abs(s.x_arcmin), abs(s.y_arcmin)) for s in scene.sources)
+    radius = det.half_width_arcmin + offset + max(s.extent.radius_arcmin for s in scene.sources)
+    support = 2.0 * radius * 60.0 / det.pitch_arcsec
+    pitch = det.pitch_arcsec * ARCSEC
+    lam = min(w for s in scene.sources for w, _ in s.spectrum) * 1e-9
+    m_pupil = smp.min_pupil_samples * lam / (scene.pupil.diameter_mm * 1e-3 * pitch)
+    m_period = smp.min_period_arcmin * ARCMIN / pitch
+    m = max(smp.fft_factor * support, m_pupil, m_period)
+    return int(16 * m * m + 8 * (len(scene.sources) + 1) * det.n * det.n)
