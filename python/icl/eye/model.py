@@ -27,7 +27,7 @@ class Eye:
     surfaces : tuple of (Surface, Medium)
         Refracting surfaces in order with vertex z in ``Surface.offset`` and the medium after each.
     retina_z : float
-        Axial position of the (plane) image surface (mm).
+        Axial position of the retina's vertex (mm).
     stop_z : float
         Axial position of the iris plane (mm); the entrance pupil is its image through the surfaces in front.
     pupil_diameter_mm : float
@@ -37,6 +37,10 @@ class Eye:
     placements : tuple of Placement or None
         Rigid decentre and tilt of each surface about its own vertex (``z`` of each placement is added to
         the vertex position); ``None`` for a centred eye. Paraxial constants use the centred system.
+    retina_radius_mm : float
+        Vertex radius of the retina (mm; negative: concave towards the incoming light, centre in front of
+        it); ``inf`` for a plane. Used where rays land on the retina (:meth:`retina_step`); the far-field
+        engine works in angles and does not depend on it.
 
     """
 
@@ -46,6 +50,7 @@ class Eye:
     pupil_diameter_mm: float = 3.2
     name: str = "eye"
     placements: tuple[Placement, ...] | None = None
+    retina_radius_mm: float = math.inf
 
     def media(self) -> list[Medium]:
         """Medium in front of each surface, then the last medium."""
@@ -71,6 +76,15 @@ class Eye:
                 out.append(Step(replace(s, offset=0.0), replace(pl, z=pl.z + s.offset), n1, n2))
         return out
 
+    def retina_step(self, wavelength_nm: float) -> Step:
+        """The retina as a placed surface (no refraction: vitreous on both sides) at which rays stop.
+
+        A ray meets it on the sheet through the vertex, ahead of the ray (the tracer's root choice), or is
+        flagged missed: a concave retina is never hit on its far side.
+        """
+        n = self.surfaces[-1][1].index(wavelength_nm)
+        return Step(Surface("retina", self.retina_radius_mm, offset=self.retina_z), Placement(), n, n)
+
     def with_vitreous(self, retina_z: float) -> Eye:
         """Same eye with the retina at ``retina_z`` (axial myopia or hyperopia)."""
         return replace(self, retina_z=retina_z)
@@ -91,6 +105,13 @@ def navarro_1985(pupil_diameter_mm: float = 3.2, vitreous_mm: float = 16.40398) 
     )
     return Eye(surfaces, retina_z=7.60 + vitreous_mm, stop_z=3.60, pupil_diameter_mm=pupil_diameter_mm,
                name="navarro_1985")
+
+
+def escudero_sanz_1999(pupil_diameter_mm: float = 3.2) -> Eye:
+    """Escudero-Sanz & Navarro (1999) wide-angle eye: Navarro 1985's surfaces and media, vitreous 16.3203 mm
+    (axial length 23.9203 mm) and a spherical retina of radius -12 mm (JOSA A 16(8):1881-1891)."""
+    eye = navarro_1985(pupil_diameter_mm, vitreous_mm=16.3203)
+    return replace(eye, retina_radius_mm=-12.0, name="escudero_sanz_1999")
 
 
 def stigmatic_reduced_eye(pupil_diameter_mm: float = 3.2, radius_mm: float = 5.55, index: float = 1.336,
