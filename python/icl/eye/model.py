@@ -77,7 +77,7 @@ class Eye:
         return out
 
     def retina_step(self, wavelength_nm: float) -> Step:
-        """The retina as a placed surface (no refraction: vitreous on both sides) at which rays stop.
+        """Return the retina as a placed surface (vitreous on both sides: no refraction) where rays stop.
 
         A ray meets it on the sheet through the vertex, ahead of the ray (the tracer's root choice), or is
         flagged missed: a concave retina is never hit on its far side.
@@ -108,8 +108,11 @@ def navarro_1985(pupil_diameter_mm: float = 3.2, vitreous_mm: float = 16.40398) 
 
 
 def escudero_sanz_1999(pupil_diameter_mm: float = 3.2) -> Eye:
-    """Escudero-Sanz & Navarro (1999) wide-angle eye: Navarro 1985's surfaces and media, vitreous 16.3203 mm
-    (axial length 23.9203 mm) and a spherical retina of radius -12 mm (JOSA A 16(8):1881-1891)."""
+    """Escudero-Sanz & Navarro (1999) wide-angle eye (JOSA A 16(8):1881-1891).
+
+    Navarro 1985's surfaces and media, vitreous 16.3203 mm (axial length 23.9203 mm) and a spherical
+    retina of radius -12 mm.
+    """
     eye = navarro_1985(pupil_diameter_mm, vitreous_mm=16.3203)
     return replace(eye, retina_radius_mm=-12.0, name="escudero_sanz_1999")
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from icl.eye.model import Eye, Implant, path_steps
 from icl.eye.paraxial import paraxial
-from icl.eye.trace import Placement, Step, TraceOptions, trace
+from icl.eye.trace import Step, TraceOptions, trace
 from icl.eye.wavefront import pupil_rays
 
 NOT_EXPRESSED = ("the ICL's central hole and its wall (a second light path; optiland's sequential surface "
