@@ -56,6 +56,7 @@ def make_submission(root: Path) -> Path:
     """A minimal submission that satisfies every clause of the contract."""
     write_json(root / "manifest.json", {
         "format": "icl-pro-submission/1",
+        "track": "from-scratch",
         "model": {"name": "thin-eye", "version": "0.1", "description": "thin-phase eye with a holed optic"},
         "tools": [{"name": "python", "version": "3.11"}],
         "versions": {"submission": "1.0"},

@@ -133,6 +133,7 @@ def test_d_fork_bomb_is_stopped_and_host_unaffected(layout, mechanism: str) -> N
     assert rec.exit_status == 1 and "processes" in rec.limits_hit and "processes" in rec.violations
     assert not rec.ok
     assert _sandbox_pids() <= before  # the sleeping children died with the sandbox
+    assert rec.process_mechanism.startswith("cgroup-") and rec.peak_processes <= SMALL.processes
 
 
 def test_e_writes_outside_output_fail(layout, mechanism: str) -> None:
@@ -147,9 +148,20 @@ def test_e_writes_outside_output_fail(layout, mechanism: str) -> None:
 
 
 def test_f_memory_limit(layout, mechanism: str) -> None:
-    rec = _run("memory", layout, mechanism)
+    # The run's control group caps its total memory: the 16 GiB array is killed as it is touched.
+    limits = Limits(**{**SMALL.__dict__, "memory_bytes": 256 * 1024**2})
+    rec = _run("memory", layout, mechanism, limits=limits)
+    assert rec.memory_mechanism.startswith("cgroup-") and rec.oom_kills >= 1 and rec.signal == "SIGKILL"
+    assert rec.limits_hit == ["memory"] and rec.violations == ["memory"] and not rec.ok
+    assert 0.9 * limits.memory_bytes <= rec.peak_memory_bytes <= limits.memory_bytes
+
+
+def test_f_memory_limit_without_a_cgroup_is_per_process(layout) -> None:
+    # The recorded last resort: RLIMIT_AS refuses the allocation itself.
+    rec = _run("memory", layout, MECHANISMS[0], use_cgroup=False)
+    assert rec.memory_mechanism == "rlimit_as" and rec.process_mechanism == "rlimit_nproc"
     assert rec.exit_status == 1 and rec.limits_hit == ["memory"] and rec.violations == ["memory"]
-    assert rec.peak_rss_bytes < SMALL.memory_bytes
+    assert rec.peak_memory_bytes is None and rec.peak_rss_bytes < SMALL.memory_bytes
     assert "Unable to allocate 16.0 GiB" in (Path(rec.logs["dir"]) / "stderr.log").read_text()
 
 
@@ -171,9 +183,11 @@ def test_h_disk_filling_is_bounded(layout, mechanism: str) -> None:
     assert seen["tmp"].startswith("stopped after") and "No space left" in seen["tmp"]  # 4 MiB tmpfs
     assert (out / "big.bin").stat().st_size == SMALL.file_bytes
     assert {"file_size", "output_size"} <= set(rec.violations) and not rec.ok
-    # The watchdog looks every 0.25 s; the program could have written 64 x 4 MiB = 256 MiB unchecked.
-    total = sum(p.stat().st_size for p in out.iterdir())
-    assert SMALL.output_bytes < total < 256 * 1024**2
+    # The watchdog looks every 0.25 s; the program could have written 64 x 4 MiB = 256 MiB unchecked ...
+    assert SMALL.output_bytes < rec.output_scan["apparent_bytes"] < 256 * 1024**2
+    # ... but only files within the byte budget are hashed and kept.
+    assert sum(p.stat().st_size for p in out.iterdir()) <= SMALL.output_bytes
+    assert set(rec.artifacts) == {p.name for p in out.iterdir()}
 
 
 def test_frozen_hash_refuses_changed_code(layout, tmp_path: Path) -> None:
@@ -224,5 +238,5 @@ def test_cli_run(layout) -> None:
     record = json.loads(res.output)
     assert record["ok"] is True and record["limits"]["memory_bytes"] == 1024**3
     res = CliRunner().invoke(cmd, ["--submission", str(HOSTILE / "memory"), "--input", str(layout["input"]),
-                                   "--output", str(layout["output"].with_name("o2")), "--memory", "1G"])
+                                   "--output", str(layout["output"].with_name("o2")), "--memory", "256M"])
     assert res.exit_code == 1 and json.loads(res.output)["violations"] == ["memory"]

@@ -18,7 +18,7 @@ def pro_validate(submission: Path, as_json: bool) -> None:
 
     from icl.io import dumps_json
     from icl.pro.contract import validate_submission
-    from icl.pro.harness import tree_sha256
+    from icl.sandbox.fstree import tree_sha256
 
     report = validate_submission(submission)
     # The hash to freeze the code with (pass it to pro-run --frozen-hash); only for a valid submission.
@@ -45,20 +45,22 @@ def pro_validate(submission: Path, as_json: bool) -> None:
 @click.option("--output", "output_dir", required=True, type=click.Path(path_type=Path),
               help="Empty or absent output folder.")
 @click.option("--cpus", default=4, show_default=True, type=click.IntRange(min=1), help="CPU cores.")
-@click.option("--memory", default="8G", show_default=True, help="Address space per process, e.g. 8G.")
+@click.option("--memory", default="8G", show_default=True, help="Total memory of the run, e.g. 8G.")
 @click.option("--timeout", "timeout_s", default=1200.0, show_default=True, type=click.FloatRange(min=0,
               min_open=True), help="Wall-clock limit in seconds.")
 @click.option("--frozen-hash", default=None, help="Refuse to run unless the code tree has this SHA-256.")
 @click.option("--logs", "logs_dir", default=None, type=click.Path(path_type=Path),
               help="Logs folder (default OUTPUT.logs).")
+@click.option("--track", default=None, type=click.Choice(["from-scratch", "reference-assisted"]),
+              help="Track to run on (default: the manifest's track, else from-scratch).")
 def pro_run(submission: Path, input_dir: Path, output_dir: Path, cpus: int, memory: str, timeout_s: float,
-            frozen_hash: str | None, logs_dir: Path | None) -> None:
+            frozen_hash: str | None, logs_dir: Path | None, track: str | None) -> None:
     """Run SUBMISSION/run INPUT OUTPUT in the sandbox; print the run record (exit 1 unless it is ok)."""
     from icl.io import dumps_json
-    from icl.pro.harness import run_submission
+    from icl.sandbox.harness import run_submission
 
     record = run_submission(submission, input_dir, output_dir, cpus=cpus, memory=memory, timeout_s=timeout_s,
-                            frozen_hash=frozen_hash, logs_dir=logs_dir)
+                            frozen_hash=frozen_hash, logs_dir=logs_dir, track=track)
     click.echo(dumps_json(record.to_dict()), nl=False)
     sys.exit(0 if record.ok else 1)
 

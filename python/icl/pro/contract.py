@@ -303,6 +303,9 @@ def _check_manifest(report: Report, root: Path, rel: str) -> None:
         return
     validator = jsonschema.Draft202012Validator(manifest_schema())
     for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
+        if err.validator == "required" and not err.absolute_path and "'track'" in err.message:
+            report.add(rel, "track", 'missing: declare "from-scratch" or "reference-assisted"')
+            continue
         report.add(rel, ".".join(map(str, err.absolute_path)), err.message)
 
 

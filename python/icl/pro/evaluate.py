@@ -72,6 +72,7 @@ def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRAT
             d / "manifest.json",
             {
                 "format": "icl-pro-submission/1",
+                "track": "reference-assisted",
                 "model": {
                     "name": f"baseline-{s}",
                     "version": version,

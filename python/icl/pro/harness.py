@@ -1,4 +1,4 @@
-"""The professional track's sandbox, kept importable here; it lives in :mod:`icl.sandbox.harness`."""
+"""The professional track's sandbox, kept importable here; it lives in :mod:`icl.sandbox`."""
 
 from icl.sandbox.harness import (  # noqa: F401
     SANDBOX_GID,

@@ -1,38 +1,40 @@
-"""Sandboxed execution of a professional-track submission: ``run INPUT OUTPUT`` under fixed limits.
+"""Sandboxed execution of a submission: ``run INPUT OUTPUT`` under fixed limits, in one control group.
 
 :func:`run_submission` runs the submission's ``run`` program with no network, the input read-only, the rest
-of the host out of reach (only the system's programs and libraries, the Python installation and a read-only
-copy of the third-party site-packages are visible), writes allowed only in OUTPUT and in a size-capped
-private ``/tmp``, and CPU, memory, process, file-size, output-size and wall-clock limits. It returns a
-:class:`RunRecord` with what ran, what it cost, which limits were hit, which rules were broken, the
-captured logs and the SHA-256 of every artifact and of the code tree before and after.
+of the host out of reach (the system's programs and libraries, the interpreter and an allow-list of
+third-party packages are visible; the reference package only on the reference-assisted track), writes
+allowed only in OUTPUT and in a size-capped private ``/tmp``, and memory, process, CPU, file-size,
+output-size and wall-clock limits. It returns a :class:`RunRecord` with what ran, what it cost, which limits
+were hit, which rules were broken, the track declared and the track the run counts for, the captured logs
+and the SHA-256 of every artifact and of the code tree before and after.
 
 Two mechanisms build the same file-system view (see ``docs/pro-harness.md``):
 
 ``bwrap``
-    Debian's bubblewrap: new network, PID, IPC and UTS namespaces and a fresh root of read-only binds.
+    Debian's bubblewrap: new network, PID, IPC, UTS and cgroup namespaces and a fresh root of read-only binds.
 ``unshare``
     util-linux ``unshare`` namespaces plus ``mount`` and ``chroot`` done by a small generated script;
     used when ``bwrap`` is not installed.
 
-In both, the program itself runs as an unprivileged uid with every capability dropped, which is what makes
-``RLIMIT_NPROC`` bite (the kernel does not count processes of root).
+The submission, the input and OUTPUT are staged under a neutral folder (hard links or copies; OUTPUT is
+moved to the host folder after the run), so the sandbox's mount table names no host path of theirs. The
+run's processes share one control group (:mod:`icl.sandbox.cgroups`) that caps their total memory and
+number; where no cgroup can be made, ``RLIMIT_AS`` and ``RLIMIT_NPROC`` stand in and the record says so.
+The program itself runs as an unprivileged uid with every capability dropped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import resource
 import shlex
 import shutil
 import signal
-import site
-import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -41,27 +43,22 @@ from pathlib import Path
 from typing import Any
 
 from icl.errors import InputError
-from icl.io import sha256_file, write_json
+from icl.io import write_json
+from icl.sandbox.cgroups import RunGroup
+from icl.sandbox.fstree import collect_output, remove_tree, scan, stage_tree, tree_sha256
+from icl.sandbox.layout import INPUT_MOUNT, OUTPUT_MOUNT, SITE_MOUNT, SUBMISSION_MOUNT, TRACKS, Mount, layout
+
+__all__ = ["SANDBOX_GID", "SANDBOX_UID", "Limits", "RunRecord", "available_mechanisms", "parse_size",
+           "run_submission", "tree_sha256"]
 
 #: The uid/gid the submission runs as when the harness is root ("nobody" on Debian).
 SANDBOX_UID = 65534
 SANDBOX_GID = 65534
-#: Fixed paths inside the sandbox.
-SUBMISSION_MOUNT = "/submission"
-INPUT_MOUNT = "/input"
-OUTPUT_MOUNT = "/output"
-SITE_MOUNT = "/opt/site-packages"
-#: Host files under /etc that programs need (dynamic loader, user names, time zone).
-ETC_FILES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf",
-             "passwd", "group", "hosts")
-#: Top-level system folders bound read-only (or re-created as the same symbolic link, on merged-/usr hosts).
-SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
-#: Distribution names kept out of the sandbox's site-packages: the from-scratch track may not import the
-#: reference package (seed 001 section 7).
-HIDDEN_DISTRIBUTIONS = re.compile(r"^(icl|icl_bench[-.].*|_editable_skbc_icl_bench.*|__pycache__)$")
-#: How often the watchdog looks at the clock, the output size and the process count (seconds).
+#: How often the watchdog looks at the clock, the memory and process counters, and the output.
 POLL_S = 0.05
 OUTPUT_POLL_S = 0.25
+#: Where the run's folders are staged (a neutral path: it is what the sandbox's mount table shows).
+STAGING_ENV = "ICL_SANDBOX_STAGING"
 #: Patterns in the program's stderr that name a refused allocation or fork (the kernel reports the
 #: refusal to the program, not to us; the record calls these limits hit only when the exit status failed).
 MEMORY_PATTERNS = re.compile(rb"MemoryError|Unable to allocate|Cannot allocate memory|std::bad_alloc|"
@@ -69,11 +66,20 @@ MEMORY_PATTERNS = re.compile(rb"MemoryError|Unable to allocate|Cannot allocate m
 FORK_PATTERNS = re.compile(rb"Resource temporarily unavailable|BlockingIOError|fork: retry|"
                            rb"can't fork|Cannot fork", re.I)
 
-# Trusted, runs as the sandbox's first program (before privileges are dropped): it reports the network
-# counters of the namespace before and after, and the rusage of the program and the descendants it waited
-# for, on fd 3, which the program does not inherit.
+# Trusted, runs as the sandbox's first program (before privileges are dropped): it brings the namespace's
+# loopback up (the unshare fallback starts with it down, so that attempts there are counted as under bwrap),
+# reports the network counters of the namespace before and after, and the rusage of the program and the
+# descendants it waited for, on fd 3, which the program does not inherit.
 _WRAPPER = r"""
 import os, sys
+def lo_up():
+    try:
+        import fcntl, socket, struct
+        with socket.socket() as s:
+            flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))[:18])[1]
+            fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))
+    except OSError:
+        pass
 def snap():
     text = ""
     for name in ("/proc/net/snmp", "/proc/net/snmp6"):
@@ -83,6 +89,7 @@ def snap():
         except OSError:
             pass
     return text
+lo_up()
 os.write(3, ("#before\n" + snap()).encode())
 pid = os.fork()
 if pid == 0:
@@ -96,9 +103,9 @@ code = os.waitstatus_to_exitcode(status)
 os.write(3, ("#after\n" + snap() + "#rusage %r %r %d\n" % (ru.ru_utime, ru.ru_stime, ru.ru_maxrss)).encode())
 sys.exit(code if code >= 0 else 128 - code)
 """
-#: Counters that grow when a packet is sent or a send finds no route (IPv4 and IPv6).
+#: Counters that grow when a packet is sent, a connection is tried or a send finds no route (IPv4 and IPv6).
 NETWORK_COUNTERS = ("Ip.OutRequests", "Ip.OutNoRoutes", "Tcp.ActiveOpens", "Udp.OutDatagrams",
-                    "Ip6OutRequests", "Ip6OutNoRoutes", "Udp6OutDatagrams")
+                    "Udp.NoPorts", "Ip6OutRequests", "Ip6OutNoRoutes", "Udp6OutDatagrams")
 
 
 def parse_size(text: str | int) -> int:
@@ -124,19 +131,26 @@ class Limits:
     cpus : int
         CPU cores the program may run on (affinity; also sets the BLAS/OpenMP thread counts).
     memory_bytes : int
-        Address space per process (``RLIMIT_AS``).
+        Total memory of every process of the run (control group: RAM, page cache, tmpfs); without a
+        usable control group, address space per process (``RLIMIT_AS``).
     timeout_s : float
         Wall-clock limit; the whole sandbox is killed when it passes.
     cpu_time_s : int
         CPU seconds per process (``RLIMIT_CPU``); default ``cpus * timeout_s``.
     processes : int
-        Processes of the sandbox user (``RLIMIT_NPROC``).
+        Processes and threads of the run at once (control group ``pids.max``; without one, ``RLIMIT_NPROC``
+        of the sandbox uid).
     file_bytes : int
-        Largest file the program may write (``RLIMIT_FSIZE``).
+        Largest file the program may write (``RLIMIT_FSIZE``, apparent size).
     tmp_bytes : int
         Size of the private ``/tmp`` and ``/dev/shm`` (tmpfs, RAM-backed).
     output_bytes : int
-        Total size of OUTPUT; the sandbox is killed when it passes.
+        Total size of OUTPUT, apparent and allocated; the sandbox is killed when it passes, and it is
+        checked again after exit. Also the most bytes hashed.
+    output_entries : int
+        Files, folders and other entries in OUTPUT.
+    output_depth : int
+        Deepest folder nesting in OUTPUT.
     log_bytes : int
         Bytes of stdout and of stderr kept in the logs (the rest is counted and dropped).
 
@@ -150,6 +164,8 @@ class Limits:
     file_bytes: int = 1024**3
     tmp_bytes: int = 1024**3
     output_bytes: int = 2 * 1024**3
+    output_entries: int = 100_000
+    output_depth: int = 32
     log_bytes: int = 1024**2
 
     def __post_init__(self) -> None:
@@ -157,7 +173,8 @@ class Limits:
             raise InputError(f"cpus must be >= 1, got {self.cpus}", None, "cpus")
         if not self.timeout_s > 0:
             raise InputError(f"timeout must be positive, got {self.timeout_s}", None, "timeout")
-        for name in ("memory_bytes", "processes", "file_bytes", "tmp_bytes", "output_bytes", "log_bytes"):
+        for name in ("memory_bytes", "processes", "file_bytes", "tmp_bytes", "output_bytes", "output_entries",
+                     "output_depth", "log_bytes"):
             if getattr(self, name) <= 0:
                 raise InputError(f"{name} must be positive", None, name)
         if self.cpu_time_s <= 0:
@@ -170,31 +187,46 @@ class RunRecord:
 
     ``violations`` lists rule breaks as short codes; any violation, or a non-zero exit, makes ``ok`` false
     and the scorer gives 0 for the task. Codes: ``code_not_frozen`` (hash differs from the frozen one; the
-    program is not run), ``code_changed``, ``network``, ``timeout``, ``memory``, ``processes``,
-    ``file_size``, ``cpu_time``, ``output_size``, ``output_entry`` (a link or special file in OUTPUT,
-    removed).
+    program is not run), ``submission_tree`` (the submission or input could not be staged, e.g. nested too
+    deep; not run), ``code_changed``, ``network``, ``timeout``, ``memory``, ``processes``, ``file_size``,
+    ``cpu_time``, ``output_size``, ``output_entries``, ``output_depth``, ``output_entry`` (a link or special
+    file in OUTPUT, not moved).
+
+    ``track`` is the track declared (argument, else the manifest, else from-scratch); ``effective_track`` the
+    one the run counts for: a from-scratch run whose files match the reference package
+    (:mod:`icl.sandbox.provenance`) counts as reference-assisted, with the evidence in ``track_evidence``.
+    That is not a violation: the run keeps its score on the reference-assisted board.
     """
 
     mechanism: str
     command: list[str]
+    track: str = "from-scratch"
+    effective_track: str = "from-scratch"
+    track_evidence: dict[str, Any] = field(default_factory=dict)
     exit_status: int | None = None
     signal: str | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
     peak_rss_bytes: int = 0
     usage_source: str = ""
+    peak_memory_bytes: int | None = None
+    memory_mechanism: str = ""
+    oom_kills: int = 0
     peak_processes: int = 0
+    process_mechanism: str = ""
     limits: dict[str, Any] = field(default_factory=dict)
     limits_hit: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     network_packets: int | None = None
+    output_scan: dict[str, Any] = field(default_factory=dict)
     logs: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     input_sha256: str = ""
     code_sha256_before: str = ""
     code_sha256_after: str = ""
     frozen_sha256: str | None = None
+    overhead_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -210,103 +242,12 @@ class RunRecord:
             self.violations.append(code)
         self.messages.append(message)
 
-
-# ------------------------------------------------------------------------------------------ hashing
-
-
-def tree_sha256(root: str | os.PathLike) -> str:
-    """SHA-256 of a folder tree: every path, type, executable bit, link target and file content.
-
-    Parameters
-    ----------
-    root : path-like
-        The folder (links are hashed as links, never followed).
-
-    Returns
-    -------
-    str
-        Hex digest; equal for trees with equal content regardless of timestamps and owners.
-
-    """
-    root = Path(root)
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(dirnames + filenames):
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix().encode()
-            st = p.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                h.update(b"L\0" + rel + b"\0" + os.readlink(p).encode() + b"\n")
-            elif stat.S_ISDIR(st.st_mode):
-                h.update(b"D\0" + rel + b"\n")
-            elif stat.S_ISREG(st.st_mode):
-                x = b"x" if st.st_mode & 0o111 else b"-"
-                h.update(b"F\0" + rel + b"\0" + x + b"\0" + sha256_file(p).encode() + b"\n")
-            else:
-                h.update(b"S\0" + rel + b"\n")
-    return h.hexdigest()
+    def _hit(self, limit: str) -> None:
+        if limit not in self.limits_hit:
+            self.limits_hit.append(limit)
 
 
-# ---------------------------------------------------------------------------------- sandbox layout
-
-
-@dataclass(frozen=True)
-class _Mount:
-    kind: str  # ro | rw | tmpfs | symlink | proc | dev | dir
-    dest: str
-    source: str = ""
-    size: int = 0
-
-
-def _python_mounts() -> tuple[list[_Mount], list[str]]:
-    """Mounts that make ``#!/usr/bin/env python3`` with numpy work; returns (mounts, PATH entries)."""
-    mounts: list[_Mount] = []
-    path: list[str] = []
-    prefix = Path(sys.base_prefix).resolve()
-    if not prefix.is_relative_to("/usr"):
-        # A Python built outside /usr (pyenv, conda): bind its installation only, at the same path.
-        mounts.append(_Mount("ro", str(prefix), str(prefix)))
-        path.append(str(prefix / "bin"))
-    purelib = Path(sysconfig.get_paths()["purelib"])
-    sites = [Path(p) for p in site.getsitepackages()] if sys.prefix != sys.base_prefix else [purelib]
-    for sp in sites:
-        if not sp.is_dir() or sp.resolve().is_relative_to(prefix):
-            continue  # already visible with the installation
-        for entry in sorted(sp.iterdir()):
-            if not HIDDEN_DISTRIBUTIONS.match(entry.name) and not entry.name.endswith(".pth"):
-                mounts.append(_Mount("ro", f"{SITE_MOUNT}/{entry.name}", str(entry)))
-    return mounts, path
-
-
-def _layout(submission: Path, input_dir: Path, output_dir: Path, limits: Limits) -> tuple[list[_Mount], str]:
-    """The file-system view of the sandbox and its PATH."""
-    mounts: list[_Mount] = []
-    for name in SYSTEM_DIRS:
-        p = Path("/") / name
-        if p.is_symlink():
-            mounts.append(_Mount("symlink", str(p), os.readlink(p)))
-        elif p.is_dir():
-            mounts.append(_Mount("ro", str(p), str(p)))
-    for name in ETC_FILES:
-        if (Path("/etc") / name).exists():
-            mounts.append(_Mount("ro", f"/etc/{name}", f"/etc/{name}"))
-    py, py_path = _python_mounts()
-    mounts += py
-    mounts += [
-        _Mount("ro", SUBMISSION_MOUNT, str(submission)),
-        _Mount("ro", INPUT_MOUNT, str(input_dir)),
-        _Mount("rw", OUTPUT_MOUNT, str(output_dir)),
-        _Mount("proc", "/proc"),
-        _Mount("dev", "/dev"),
-        _Mount("tmpfs", "/dev/shm", size=limits.tmp_bytes),
-        _Mount("tmpfs", "/tmp", size=limits.tmp_bytes),
-    ]
-    # Parent folders made explicitly, world-readable (bwrap would create them mode 0700, root-only).
-    dests = {m.dest for m in mounts}
-    parents = sorted({str(a) for m in mounts for a in Path(m.dest).parents if str(a) != "/"} - dests,
-                     key=lambda d: (d.count("/"), d))
-    return [_Mount("dir", d) for d in parents] + mounts, ":".join([*py_path, "/usr/local/bin", "/usr/bin", "/bin"])
+# ---------------------------------------------------------------------------------------- mechanisms
 
 
 def _environment(path: str, limits: Limits, has_site: bool) -> dict[str, str]:
@@ -333,9 +274,9 @@ def _drop_privileges(uid: int | None) -> list[str]:
             "--bounding-set=-all", "--no-new-privs", "--"]
 
 
-def _bwrap_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], root_user: bool) -> list[str]:
-    argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-            "--new-session", "--clearenv", "--hostname", "sandbox"]
+def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root_user: bool) -> list[str]:
+    argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
     if root_user:
         # Only what setpriv needs to switch to the sandbox uid; it then drops these too.
         argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -346,6 +287,8 @@ def _bwrap_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], roo
             argv += ["--ro-bind", m.source, m.dest]
         elif m.kind == "rw":
             argv += ["--bind", m.source, m.dest]
+        elif m.kind == "mask":
+            argv += ["--perms", "0755", "--size", "4096", "--tmpfs", m.dest, "--remount-ro", m.dest]
         elif m.kind == "symlink":
             argv += ["--symlink", m.source, m.dest]
         elif m.kind == "proc":
@@ -361,7 +304,7 @@ def _bwrap_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], roo
     return [*argv, "--chdir", "/tmp", _wrapper_python(), "-I", "-S", "-c", _WRAPPER, *inner]
 
 
-def _unshare_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], newroot: Path,
+def _unshare_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], newroot: Path,
                   root_user: bool) -> list[str]:
     """The fallback: a generated script that mounts the same view on ``newroot`` and chroots into it."""
     q = shlex.quote
@@ -378,6 +321,8 @@ def _unshare_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], n
                 lines.append(f"mkdir -p {r}{q(str(Path(m.dest).parent))} && touch {dest}")
             flags = "ro,nosuid,nodev" if m.kind == "ro" else "nosuid,nodev"
             lines.append(f"mount --bind {q(m.source)} {dest} && mount -o remount,bind,{flags} {dest}")
+        elif m.kind == "mask":
+            lines.append(f"mount -t tmpfs -o ro,size=4k,mode=0755,nosuid,nodev sandbox-mask {dest}")
         elif m.kind == "symlink":
             lines.append(f"ln -s {q(m.source)} {dest}")
         elif m.kind == "proc":
@@ -394,12 +339,12 @@ def _unshare_argv(mounts: list[_Mount], env: dict[str, str], inner: list[str], n
                          f"sandbox-tmp {dest}")
     lines.append(f"mount -o remount,ro {r}")
     env_args = " ".join(q(f"{k}={v}") for k, v in env.items())
-    lines.append(f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} {q(_wrapper_python())} -I -S -c {q(_WRAPPER)} "
-                 + " ".join(q(a) for a in inner))
+    lines.append(f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} {q(_wrapper_python())} -I -S -c "
+                 f"{q(_WRAPPER)} " + " ".join(q(a) for a in inner))
     script = "\n".join(lines)
     user = [] if root_user else ["--user", "--map-root-user"]
     return ["unshare", *user, "--mount", "--propagation", "private", "--net", "--pid", "--ipc", "--uts",
-            "--fork", "--kill-child", "/bin/sh", "-c", script]
+            "--cgroup", "--fork", "--kill-child", "/bin/sh", "-c", script]
 
 
 def available_mechanisms() -> list[str]:
@@ -432,27 +377,16 @@ class _Capped:
         self._fh.close()
 
 
-def _tree_size(root: Path) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
-    return total
-
-
-def _count_user_processes(uid: int) -> int:
-    n = 0
+def _uid_processes(uid: int) -> list[int]:
+    out = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
                 if entry.stat().st_uid == uid:
-                    n += 1
+                    out.append(int(entry.name))
             except OSError:
                 pass
-    return n
+    return out
 
 
 def _children(pid: int) -> list[int]:
@@ -462,10 +396,11 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _kill_sandbox(proc: subprocess.Popen) -> None:
+def _kill_sandbox(proc: subprocess.Popen, group: RunGroup | None) -> None:
     """Kill the wrapper's process group, then the namespace's first process (the kernel then kills the
-    whole PID namespace). The group goes first so the wrapper dies by SIGKILL itself rather than
-    exiting on its own after seeing its child die; its children are listed before, while it lives.
+    whole PID namespace), then whatever is left in the run's control group. The group goes first so the
+    wrapper dies by SIGKILL itself rather than exiting on its own after seeing its child die; its children
+    are listed before, while it lives.
     """
     children = _children(proc.pid)
     try:
@@ -477,10 +412,12 @@ def _kill_sandbox(proc: subprocess.Popen) -> None:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    if group is not None:
+        group.kill_all(timeout_s=1.0)
 
 
 def _parse_status(text: str) -> tuple[int | None, float | None, int | None]:
-    """Read the wrapper's report: (packets sent or unroutable, CPU seconds, peak RSS in bytes).
+    """Read the wrapper's report: (network attempts, CPU seconds, peak RSS in bytes).
 
     Each is None when the sandbox was killed before the program returned (the wrapper died with it).
     """
@@ -510,35 +447,33 @@ def _parse_status(text: str) -> tuple[int | None, float | None, int | None]:
     return packets, float(m.group(1)) + float(m.group(2)), int(m.group(3)) * 1024  # ru_maxrss is KiB
 
 
-def _sample_usage(uid: int, cpu: dict[int, float]) -> tuple[int, int]:
-    """Processes of ``uid`` now and their largest peak RSS (bytes); update ``cpu`` (pid -> CPU seconds)."""
+def _sample_usage(pids: list[int], cpu: dict[int, float]) -> int:
+    """Largest peak RSS (bytes) of ``pids``; update ``cpu`` (pid -> CPU seconds)."""
     tick = os.sysconf("SC_CLK_TCK")
-    count, peak = 0, 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    peak = 0
+    for pid in pids:
         try:
-            if entry.stat().st_uid != uid:
-                continue
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-            status = Path(entry.path, "status").read_text()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            status = Path(f"/proc/{pid}/status").read_text()
         except (OSError, IndexError):
             continue
-        count += 1
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
         m = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
         if m:
             peak = max(peak, int(m.group(1)) * 1024)
-    return count, peak
+    return peak
 
 
-def _preexec(limits: Limits, status_fd: int, cpus: list[int]) -> None:
-    """In the forked child before ``exec``: limits, CPU affinity and the status pipe on fd 3."""
+def _preexec(limits: Limits, status_fd: int, cpus: list[int], group: RunGroup | None) -> None:
+    """In the forked child before ``exec``: control group, limits, CPU affinity, the status pipe on fd 3."""
+    if group is not None:
+        group.join()
     os.dup2(status_fd, 3)
     os.sched_setaffinity(0, cpus)
-    mem = limits.memory_bytes
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+    if group is None:  # the recorded last resort: per process and per uid
+        mem = limits.memory_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
     # Soft limit sends SIGXCPU; the hard limit a second later SIGKILLs a program that ignores it.
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_time_s, limits.cpu_time_s + 1))
@@ -554,45 +489,57 @@ def _prepare_output(output_dir: Path) -> None:
                          "output")
 
 
-def _collect_artifacts(record: RunRecord, output_dir: Path) -> None:
-    """Hash every file in OUTPUT; remove links and special files (they could point readers at the host)."""
-    if os.geteuid() == 0:
-        os.chown(output_dir, 0, 0)
-    for dirpath, dirnames, filenames in os.walk(output_dir):
-        dirnames.sort()
-        for name in sorted(dirnames + filenames):
-            p = Path(dirpath) / name
-            rel = p.relative_to(output_dir).as_posix()
-            st = p.lstat()
-            if os.geteuid() == 0:
-                os.lchown(p, 0, 0)
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-                record.artifacts[rel] = sha256_file(p)
-            elif not stat.S_ISDIR(st.st_mode):
-                p.unlink()
-                if name in dirnames:
-                    dirnames.remove(name)
-                record._violate("output_entry", f"{rel}: link, hard link or special file in OUTPUT removed")
+def _manifest_track(submission: Path) -> str | None:
+    """The ``track`` of ``submission/manifest.json`` when it names one of :data:`TRACKS`."""
+    path = submission / "manifest.json"
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
+            return None
+        track = json.loads(path.read_text("utf-8")).get("track")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return track if track in TRACKS else None
+
+
+def staging_root() -> Path:
+    """Folder under which runs are staged (``$ICL_SANDBOX_STAGING``, else the system's temporary folder)."""
+    return Path(os.environ.get(STAGING_ENV) or tempfile.gettempdir())
+
+
+def _output_check(record: RunRecord, limits: Limits, staged_out: Path) -> str | None:
+    """Scan the staged OUTPUT within bounds; name the limit passed (None when within all)."""
+    s = scan(staged_out, limits.output_depth, limits.output_entries)
+    record.output_scan = {"entries": s.entries, "files": s.files, "apparent_bytes": s.apparent_bytes,
+                          "allocated_bytes": s.allocated_bytes, "depth": s.depth + bool(s.too_deep),
+                          "entries_truncated": s.truncated}
+    if max(s.apparent_bytes, s.allocated_bytes) > limits.output_bytes:
+        return "output_size"
+    if s.truncated:
+        return "output_entries"
+    if s.too_deep:
+        return "output_depth"
+    return None
 
 
 def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, output_dir: str | os.PathLike,
                    cpus: int = 4, memory: str | int = "8G", timeout_s: float = 1200.0,
                    frozen_hash: str | None = None, *, logs_dir: str | os.PathLike | None = None,
-                   limits: Limits | None = None, mechanism: str | None = None) -> RunRecord:
+                   limits: Limits | None = None, mechanism: str | None = None, track: str | None = None,
+                   use_cgroup: bool = True) -> RunRecord:
     """Run ``SUBMISSION/run INPUT OUTPUT`` in a sandbox and record what happened.
 
     Parameters
     ----------
     submission : path-like
-        Submission folder holding an executable ``run`` (mounted read-only at ``/submission``).
+        Submission folder holding an executable ``run`` (read-only at ``/submission``).
     input_dir : path-like
-        Inputs of this run (mounted read-only at ``/input``). Hidden interventions change only this.
+        Inputs of this run (read-only at ``/input``). Hidden interventions change only this.
     output_dir : path-like
-        Where the program writes (``/output`` inside); created if absent, must be empty.
+        Where the program's files end up (``/output`` inside); created if absent, must be empty.
     cpus : int
         CPU cores granted (at most the cores this host offers).
     memory : str or int
-        Address-space limit per process, e.g. ``"8G"``.
+        Total memory of the run, e.g. ``"8G"``.
     timeout_s : float
         Wall-clock limit in seconds.
     frozen_hash : str, optional
@@ -604,12 +551,19 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
         Full limits; overrides ``cpus``, ``memory`` and ``timeout_s`` when given.
     mechanism : {"bwrap", "unshare"}, optional
         Force a mechanism; default the first of :func:`available_mechanisms`.
+    track : {"from-scratch", "reference-assisted"}, optional
+        The track declared; default the manifest's ``track``, else from-scratch. Only the
+        reference-assisted track sees the reference package.
+    use_cgroup : bool
+        Set False to run under the per-process fallback limits even where a control group can be made.
 
     Returns
     -------
     RunRecord
 
     """
+    from icl.sandbox.provenance import classify_track
+
     submission, input_dir, output_dir = Path(submission), Path(input_dir), Path(output_dir)
     limits = limits or Limits(cpus=cpus, memory_bytes=parse_size(memory), timeout_s=float(timeout_s))
     logs = Path(logs_dir) if logs_dir is not None else output_dir.with_name(output_dir.name + ".logs")
@@ -619,6 +573,8 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     run = submission / "run"
     if not run.is_file() or run.is_symlink() or not os.access(run, os.X_OK):
         raise InputError("missing, a link, or not executable", str(run), "run")
+    if track is not None and track not in TRACKS:
+        raise InputError(f"track must be one of {TRACKS}, got {track!r}", None, "track")
     mechs = available_mechanisms()
     mechanism = mechanism or (mechs[0] if mechs else None)
     if mechanism not in mechs:
@@ -627,43 +583,98 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     _prepare_output(output_dir)
     logs.mkdir(parents=True, exist_ok=True)
 
+    declared = track or _manifest_track(submission) or "from-scratch"
     inner = [f"{SUBMISSION_MOUNT}/run", INPUT_MOUNT, OUTPUT_MOUNT]
     host_cpus = sorted(os.sched_getaffinity(0))
     granted = host_cpus[: limits.cpus]
     limit_info = {**asdict(limits), "cpus_granted": len(granted)}
     record = RunRecord(mechanism=mechanism, command=inner, limits=limit_info, frozen_sha256=frozen_hash,
-                       code_sha256_before=tree_sha256(submission), input_sha256=tree_sha256(input_dir))
+                       track=declared, effective_track=declared)
     record.logs = {"dir": str(logs), "stdout": "stdout.log", "stderr": "stderr.log", "record": "run_record.json"}
+    try:
+        record.code_sha256_before = tree_sha256(submission)
+        record.input_sha256 = tree_sha256(input_dir)
+    except (InputError, OSError) as exc:
+        return _refuse(record, logs, "submission_tree", f"cannot read the submission or input tree: {exc}")
     if frozen_hash is not None and frozen_hash != record.code_sha256_before:
-        record._violate("code_not_frozen", f"submission hash {record.code_sha256_before} != frozen {frozen_hash}")
-        record.code_sha256_after = record.code_sha256_before
-        _write_logs(record, logs, b"", b"", 0, 0)
-        return record
+        return _refuse(record, logs, "code_not_frozen",
+                       f"submission hash {record.code_sha256_before} != frozen {frozen_hash}")
+    if declared == "from-scratch":
+        t0 = time.monotonic()
+        record.effective_track, record.track_evidence = classify_track(submission)
+        record.overhead_s["provenance"] = round(time.monotonic() - t0, 3)
+        if record.effective_track != declared:
+            record.messages.append("declared from-scratch, counted as reference-assisted: "
+                                   + record.track_evidence.get("summary", ""))
 
     root_user = os.geteuid() == 0
+    owner = (os.geteuid(), os.getegid())
+    t0 = time.monotonic()
+    stage = Path(tempfile.mkdtemp(prefix="icl-sandbox-", dir=staging_root()))
+    group = None
+    try:
+        try:
+            stage_tree(submission, stage / "submission")
+            stage_tree(input_dir, stage / "input")
+        except (InputError, OSError) as exc:
+            return _refuse(record, logs, "submission_tree", f"cannot stage the submission or input: {exc}")
+        staged_out = stage / "output"
+        staged_out.mkdir(mode=0o755)
+        if root_user:
+            os.chown(staged_out, SANDBOX_UID, SANDBOX_GID)
+        record.overhead_s["staging"] = round(time.monotonic() - t0, 3)
+        t0 = time.monotonic()
+        group = RunGroup.create(limits.memory_bytes, limits.processes) if use_cgroup else None
+        record.overhead_s["cgroup"] = round(time.monotonic() - t0, 3)
+        record.memory_mechanism = group.mechanism if group else "rlimit_as"
+        record.process_mechanism = group.mechanism if group else "rlimit_nproc"
+        _execute(record, limits, stage, group, mechanism, granted, root_user, logs)
+        if group is not None:
+            record.peak_memory_bytes = group.peak_memory()
+        _collect(record, limits, staged_out, output_dir, owner)
+    finally:
+        if group is not None:
+            group.remove()
+        remove_tree(stage)
+    record.code_sha256_after = tree_sha256(submission)
+    if record.code_sha256_after != record.code_sha256_before:
+        record._violate("code_changed", "the submission's files changed during the run")
+    write_json(logs / "run_record.json", record.to_dict())
+    return record
+
+
+def _refuse(record: RunRecord, logs: Path, code: str, message: str) -> RunRecord:
+    """Record a run that was not started."""
+    record._violate(code, message)
+    record.code_sha256_after = record.code_sha256_before
+    _write_logs(record, logs, b"", b"", 0, 0)
+    return record
+
+
+def _execute(record: RunRecord, limits: Limits, stage: Path, group: RunGroup | None, mechanism: str,
+             granted: list[int], root_user: bool, logs: Path) -> None:
+    """Start the sandbox, watch it until it ends, and fill the record's usage, status and limits."""
     uid = SANDBOX_UID if root_user else os.geteuid()
-    if root_user:
-        os.chown(output_dir, SANDBOX_UID, SANDBOX_GID)
-    mounts, path = _layout(submission.resolve(), input_dir.resolve(), output_dir.resolve(), limits)
+    mounts, path = layout(stage / "submission", stage / "input", stage / "output", limits.tmp_bytes,
+                          record.track)
     env = _environment(path, limits, any(m.dest.startswith(SITE_MOUNT + "/") for m in mounts))
-    program = [*_drop_privileges(SANDBOX_UID if root_user else None), *inner]
+    program = [*_drop_privileges(SANDBOX_UID if root_user else None), *record.command]
     newroot = None
     if mechanism == "bwrap":
         argv = _bwrap_argv(mounts, env, program, root_user)
     else:
         newroot = Path(tempfile.mkdtemp(prefix="icl-sandbox-root-"))
         argv = _unshare_argv(mounts, env, program, newroot, root_user)
-    # Other processes of the same uid count against RLIMIT_NPROC; say so when the harness is not root.
-    base_procs = 0 if root_user else _count_user_processes(uid)
-    if base_procs:
-        limits = Limits(**{**asdict(limits), "processes": limits.processes + base_procs})
+    if group is None and not root_user:
+        # Without a control group, other processes of the same uid count against RLIMIT_NPROC.
+        limits = Limits(**{**asdict(limits), "processes": limits.processes + len(_uid_processes(uid))})
 
     status_r, status_w = os.pipe()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 pass_fds=(3,), start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                                preexec_fn=lambda: _preexec(limits, status_w, granted))
+                                preexec_fn=lambda: _preexec(limits, status_w, granted, group))
     finally:
         os.close(status_w)
     out, err = _Capped(proc.stdout, limits.log_bytes), _Capped(proc.stderr, limits.log_bytes)
@@ -671,7 +682,7 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     status_thread = threading.Thread(target=lambda: _drain(status_r, status_text), daemon=True)
     status_thread.start()
     killed_for = None
-    next_size = start
+    next_output = start
     sampled_cpu: dict[int, float] = {}
     sampled_peak = 0
     while True:
@@ -679,20 +690,24 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
         if pid:
             break
         now = time.monotonic()
-        if root_user:
-            count, peak = _sample_usage(uid, sampled_cpu)
-            record.peak_processes = max(record.peak_processes, count)
-            sampled_peak = max(sampled_peak, peak)
-        if killed_for is None and now - start > limits.timeout_s:
-            killed_for = "timeout"
-            _kill_sandbox(proc)
-        elif killed_for is None and now >= next_size:
-            next_size = now + OUTPUT_POLL_S
-            if _tree_size(output_dir) > limits.output_bytes:
-                killed_for = "output_size"
-                _kill_sandbox(proc)
+        pids = group.pids_now() if group is not None else (_uid_processes(uid) if root_user else [])
+        sampled_peak = max(sampled_peak, _sample_usage(pids, sampled_cpu))
+        if group is None:
+            record.peak_processes = max(record.peak_processes, len(pids))
+        if killed_for is None:
+            if now - start > limits.timeout_s:
+                killed_for = "timeout"
+            elif group is not None and group.oom_kills():
+                killed_for = "memory"
+            elif now >= next_output:
+                next_output = now + OUTPUT_POLL_S
+                killed_for = _output_check(record, limits, stage / "output")
+            if killed_for is not None:
+                _kill_sandbox(proc, group)
         time.sleep(POLL_S)
     record.wall_s = round(time.monotonic() - start, 3)
+    if group is not None:
+        group.kill_all()  # daemons the program left behind in its namespace died with it; be sure
     proc.returncode = os.waitstatus_to_exitcode(wstatus)
     for t in (out.thread, err.thread, status_thread):
         t.join(timeout=5)
@@ -714,13 +729,36 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
             record.signal = signal.Signals(sig).name
         except ValueError:
             record.signal = str(sig)
-    _classify(record, limits, killed_for, bytes(err.data))
-    _collect_artifacts(record, output_dir)
-    record.code_sha256_after = tree_sha256(submission)
-    if record.code_sha256_after != record.code_sha256_before:
-        record._violate("code_changed", "the submission's files changed during the run")
+    if group is not None:
+        record.oom_kills = group.oom_kills()
+        record.peak_processes = group.peak_processes() or record.peak_processes
+    _classify(record, limits, killed_for, bytes(err.data), group)
     _write_logs(record, logs, bytes(out.data), bytes(err.data), out.total, err.total)
-    return record
+
+
+def _collect(record: RunRecord, limits: Limits, staged_out: Path, output_dir: Path, owner: tuple[int, int]) -> None:
+    """Check OUTPUT again after exit and move what passes to the host folder, hashed and with safe modes."""
+    passed = _output_check(record, limits, staged_out)
+    if passed is not None and passed not in record.violations:
+        _violate_output(record, limits, passed, "after exit")
+    got = collect_output(staged_out, output_dir, max_bytes=limits.output_bytes, max_entries=limits.output_entries,
+                         max_depth=limits.output_depth, owner=owner if os.geteuid() == 0 else None)
+    record.artifacts = got.artifacts
+    for rel in got.refused[:20]:
+        record._violate("output_entry", f"{rel}: link, hard link or special file in OUTPUT not kept")
+    if got.unhashed and "output_size" not in record.violations:
+        record._violate("output_size", f"{len(got.unhashed)} file(s) past the {limits.output_bytes}-byte budget "
+                        "were neither hashed nor kept")
+
+
+def _violate_output(record: RunRecord, limits: Limits, code: str, when: str) -> None:
+    s = record.output_scan
+    text = {"output_size": f"OUTPUT holds {s.get('apparent_bytes')} bytes apparent, {s.get('allocated_bytes')} "
+                           f"allocated, past the {limits.output_bytes}-byte limit",
+            "output_entries": f"OUTPUT holds more than {limits.output_entries} entries",
+            "output_depth": f"OUTPUT nests folders deeper than {limits.output_depth} levels"}[code]
+    record._hit(code)
+    record._violate(code, f"{text} ({when})")
 
 
 def _drain(fd: int, sink: bytearray) -> None:
@@ -730,30 +768,38 @@ def _drain(fd: int, sink: bytearray) -> None:
                 sink += chunk
 
 
-def _classify(record: RunRecord, limits: Limits, killed_for: str | None, stderr: bytes) -> None:
+def _classify(record: RunRecord, limits: Limits, killed_for: str | None, stderr: bytes,
+              group: RunGroup | None) -> None:
     """Name the limits hit and the rules broken, from the watchdog, the exit status and the counters."""
     if killed_for == "timeout":
-        record.limits_hit.append("timeout")
+        record._hit("timeout")
         record._violate("timeout", f"wall clock passed {limits.timeout_s} s; the sandbox was killed")
-    if killed_for == "output_size":
-        record.limits_hit.append("output_size")
-        record._violate("output_size", f"OUTPUT grew past {limits.output_bytes} bytes; the sandbox was killed")
+    elif killed_for in ("output_size", "output_entries", "output_depth"):
+        _violate_output(record, limits, killed_for, "during the run; the sandbox was killed")
     if record.network_packets:
-        record._violate("network", f"{record.network_packets} packet(s) sent or refused for lack of a route")
+        record._violate("network", f"{record.network_packets} network attempt(s): packets sent, connections "
+                                   "tried or sends refused for lack of a route")
     failed = record.exit_status != 0
     if record.signal == "SIGXFSZ" or (failed and b"File too large" in stderr):
-        record.limits_hit.append("file_size")
+        record._hit("file_size")
         record._violate("file_size", f"a file passed the {limits.file_bytes}-byte limit")
     if record.signal == "SIGXCPU" or (record.signal == "SIGKILL" and killed_for is None
                                       and record.cpu_s >= limits.cpu_time_s):
-        record.limits_hit.append("cpu_time")
+        record._hit("cpu_time")
         record._violate("cpu_time", f"a process used more than {limits.cpu_time_s} CPU seconds")
-    if failed and killed_for is None and MEMORY_PATTERNS.search(stderr):
-        record.limits_hit.append("memory")
+    if record.oom_kills:
+        record._hit("memory")
+        record._violate("memory", f"the run's processes together passed the {limits.memory_bytes}-byte limit; "
+                                  f"the kernel killed {record.oom_kills} of them and the sandbox was stopped")
+    elif failed and killed_for is None and MEMORY_PATTERNS.search(stderr):
+        record._hit("memory")
         record._violate("memory", f"an allocation was refused under the {limits.memory_bytes}-byte limit")
-    if record.peak_processes >= limits.processes or (failed and FORK_PATTERNS.search(stderr)):
-        record.limits_hit.append("processes")
-        record._violate("processes", f"the {limits.processes}-process limit was reached")
+    refused = group.refused_forks() if group is not None else 0
+    if refused or (group is None and record.peak_processes >= limits.processes) or (
+            failed and FORK_PATTERNS.search(stderr)):
+        record._hit("processes")
+        detail = f" ({refused} fork(s) refused)" if refused else ""
+        record._violate("processes", f"the {limits.processes}-process limit was reached{detail}")
 
 
 def _write_logs(record: RunRecord, logs: Path, out: bytes, err: bytes, out_total: int, err_total: int) -> None:

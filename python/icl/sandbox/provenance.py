@@ -1,0 +1,332 @@
+"""Does a from-scratch submission carry the reference package? Code similarity and file hashes.
+
+Two checks, both against the installed ``icl`` package (its Python sources, its C++ sources when the
+source tree is beside it, and every file it installs, the compiled ``_core`` included):
+
+file hashes
+    Every regular file of the submission of at least :data:`MIN_HASH_BYTES` whose SHA-256 equals that of
+    a package file (a copied ``_core*.so``, a copied module under any name).
+code similarity
+    Every code file (by suffix, or a ``#!`` line naming Python), also inside zip and tar archives, is
+    tokenised and fingerprinted with copydetect (MOSS-style winnowing over k-grams of the token stream in
+    which every identifier is one letter and every string another, so renaming and reformatting leave the
+    fingerprints unchanged). A file is a hit when at least :data:`THRESHOLD` of its fingerprinted tokens
+    appear in the reference package (``similarity``), or when it contains at least :data:`THRESHOLD` of one
+    reference file (``reference_similarity``: a module pasted into a larger file), and the copied stretch
+    is at least :data:`MIN_TOKENS` tokens long. ``docs/pro-harness.md`` gives the measurements behind the
+    values.
+
+A hit moves the run to the reference-assisted track; the evidence (file pairs, similarities, hashes) goes
+into the run record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import stat
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from icl.sandbox.fstree import MAX_TREE_DEPTH, walk
+from icl.sandbox.layout import reference_package_entries
+
+#: k-gram length in characters of the filtered token stream (copydetect's noise threshold).
+K = 40
+#: Winnowing window: every shared stretch of at least K + WINDOW - 1 characters is found.
+WINDOW = 8
+#: Share of a file's fingerprinted tokens found in the reference that makes it a hit.
+THRESHOLD = 0.5
+#: Fewest copied characters of the filtered stream that can make a hit (small shims and idioms do not).
+MIN_TOKENS = 200
+#: k-grams repeating with a period up to this many characters are ignored (tables, repeated statements).
+PERIODIC = 12
+#: Files smaller than this are not compared by hash (empty ``__init__.py`` and the like).
+MIN_HASH_BYTES = 256
+#: Bounds of the scan: bytes of one code file, bytes of code in all, bytes hashed, entries walked.
+MAX_CODE_FILE = 8 * 1024**2
+MAX_CODE_TOTAL = 128 * 1024**2
+MAX_HASHED = 8 * 1024**3
+MAX_ENTRIES = 200_000
+CODE_SUFFIXES = {".py": "python", ".pyi": "python", ".pyw": "python", ".pyx": "cython", ".pxd": "cython",
+                 ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp"}
+ARCHIVE_SUFFIXES = (".zip", ".whl", ".egg", ".pyz", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+
+
+@dataclass
+class _Doc:
+    name: str
+    fp: Any  # copydetect.CodeFingerprint
+
+
+def _language(name: str, head: bytes) -> str | None:
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in CODE_SUFFIXES:
+        return CODE_SUFFIXES[suffix]
+    if head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]:
+        return "python"
+    return None
+
+
+def _filtered(name: str, text: str, language: str) -> str:
+    """copydetect's token stream of ``text``: identifiers as V/F/O, strings as S, layout and comments gone."""
+    import logging
+
+    from copydetect.utils import filter_code
+
+    logging.getLogger().disabled, was = True, logging.getLogger().disabled  # copydetect warns per file
+    try:
+        return filter_code(text, name, language)[0]
+    finally:
+        logging.getLogger().disabled = was
+
+
+def _fingerprint(name: str, text: str, language: str, filtered: str | None = None) -> Any:
+    from copydetect import CodeFingerprint
+
+    if filtered is None:
+        filtered = _filtered(name, text, language)
+    return CodeFingerprint(name, K, WINDOW, fp=io.StringIO(filtered), filter=False)
+
+
+def _cached_filtered(path: str, data: bytes, language: str) -> str:
+    """:func:`_filtered` of a reference file, kept in the user's cache by content hash (lexing is the slow
+    part: about 7 s for the whole package)."""
+    import platformdirs
+
+    key = hashlib.sha256(data + language.encode()).hexdigest()
+    cache = Path(platformdirs.user_cache_dir("icl-bench")) / "provenance" / f"{key}.txt"
+    try:
+        return cache.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = _filtered(path, data.decode("utf-8", "replace"), language)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, "utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return text
+
+
+def _reference_sources() -> list[Path]:
+    """Code files of the installed package (and of its C++ sources when the source tree is beside it)."""
+    files: list[Path] = []
+    for path in reference_package_entries().values():
+        p = Path(path)
+        if p.is_file():
+            files.append(p)
+        elif p.is_dir() and p.name != "cases":
+            files += [q for q in p.rglob("*") if q.is_file()]
+    pkg = Path(reference_package_entries().get("__init__.py", "/nonexistent")).resolve().parent
+    for cpp in (pkg / "cpp", pkg.parent.parent / "cpp"):
+        if cpp.is_dir():
+            files += [q for q in cpp.rglob("*") if q.is_file()]
+            break
+    return sorted({f for f in files if "__pycache__" not in f.parts})
+
+
+@lru_cache(maxsize=2)
+def _reference(key: tuple[tuple[str, int, int], ...]) -> tuple[list[_Doc], dict[str, str], set[int], dict]:
+    """Fingerprints and hashes of the reference files named in ``key`` (path, size, mtime: a cache key)."""
+    docs: list[_Doc] = []
+    hashes: dict[str, str] = {}
+    for path, size, _ in key:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:  # removed since it was listed
+            continue
+        if size >= MIN_HASH_BYTES:
+            hashes[hashlib.sha256(data).hexdigest()] = path
+        lang = _language(path, data[:256])
+        if lang:
+            data = data[:MAX_CODE_FILE]
+            docs.append(_Doc(path, _fingerprint(path, "", lang, _cached_filtered(path, data, lang))))
+    union: set[int] = set()
+    periodic: set[int] = set()
+    for d in docs:
+        union |= d.fp.hashes
+        periodic |= _periodic_hashes(d.fp.filtered_code, d.fp.k) & d.fp.hashes
+    for d in docs:
+        d.fp.hashes -= periodic
+    return docs, hashes, union - periodic, {}
+
+
+def _periodic_hashes(doc: str, k: int, max_period: int = PERIODIC) -> set[int]:
+    """Hashes (as copydetect computes them) of the k-grams of ``doc`` that repeat with a short period.
+
+    Tables of literals (``"S":"S",`` over and over once filtered) and runs of the same statement match
+    any other table; they say nothing about where code came from.
+    """
+    import numpy as np
+
+    a = np.frombuffer(doc.encode("utf-32-le"), dtype=np.uint32)
+    n = len(a) - k + 1
+    if n <= 0:
+        return set()
+    periodic = np.zeros(n, bool)
+    for p in range(1, max_period + 1):
+        eq = np.concatenate([[0], np.cumsum(a[p:] == a[:-p])])  # eq[j] = matches among the first j pairs
+        span = k - p  # a k-gram at i has period p when a[i+t] == a[i+t+p] for t < k - p
+        periodic |= (eq[span : span + n] - eq[:n]) == span
+    return {hash(doc[i : i + k]) for i in np.flatnonzero(periodic)}
+
+
+def _reference_now() -> tuple[list[_Doc], dict[str, str], set[int], dict]:
+    key = []
+    for f in _reference_sources():
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        if not f.name.startswith("."):  # editors' and atomic writers' temporary files
+            key.append((str(f), st.st_size, st.st_mtime_ns))
+    return _reference(tuple(key))
+
+
+def _code_members(path: Path, budget: list[int]) -> list[tuple[str, bytes]]:
+    """(name, bytes) of the code files inside a zip or tar archive, within the byte budget."""
+    out: list[tuple[str, bytes]] = []
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as zf:
+                for info in zf.infolist()[:MAX_ENTRIES]:
+                    if not info.is_dir() and info.file_size <= MAX_CODE_FILE and budget[0] >= info.file_size:
+                        if _language(info.filename, b"") or info.filename.endswith(("run", "__main__")):
+                            data = zf.read(info)[:MAX_CODE_FILE]
+                            budget[0] -= len(data)
+                            out.append((info.filename, data))
+        elif tarfile.is_tarfile(path):
+            with tarfile.open(path) as tf:
+                for info in tf:
+                    if info.isfile() and info.size <= MAX_CODE_FILE and budget[0] >= info.size:
+                        if _language(info.name, b""):
+                            fh = tf.extractfile(info)
+                            data = fh.read(MAX_CODE_FILE) if fh else b""
+                            budget[0] -= len(data)
+                            out.append((info.name, data))
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError, RuntimeError):
+        pass
+    return out
+
+
+def _copied(fp: Any, shared: set[int]) -> int:
+    """Filtered characters of ``fp`` covered by fingerprints in ``shared``."""
+    import numpy as np
+    from copydetect.utils import get_copied_slices
+
+    if not shared:
+        return 0
+    idx = np.concatenate([np.asarray(fp.hash_idx[h]) for h in shared])
+    starts, ends = get_copied_slices(idx, fp.k)
+    return int(np.sum(ends - starts))
+
+
+def compare_code(name: str, text: str, language: str) -> dict[str, Any]:
+    """Similarity of one code file to the reference package (see the module docstring)."""
+    docs, _, union, _ = _reference_now()
+    fp = _fingerprint(name, text, language)
+    shared = fp.hashes & union
+    copied = _copied(fp, shared)
+    coverage = max(fp.token_coverage, 1)
+    pairs = []
+    if shared:
+        for d in docs:
+            both = fp.hashes & d.fp.hashes
+            if both:
+                c_sub, c_ref = _copied(fp, both), _copied(d.fp, both)
+                pairs.append({"reference": d.name, "similarity": round(c_sub / coverage, 4),
+                              "reference_similarity": round(c_ref / max(d.fp.token_coverage, 1), 4),
+                              "copied_tokens": c_sub, "reference_tokens": int(d.fp.token_coverage)})
+    pairs.sort(key=lambda p: (-max(p["similarity"], p["reference_similarity"]), p["reference"]))
+    sim = copied / coverage
+    hit = (sim >= THRESHOLD and copied >= MIN_TOKENS) or any(
+        p["reference_similarity"] >= THRESHOLD and p["copied_tokens"] >= MIN_TOKENS for p in pairs)
+    return {"file": name, "similarity": round(sim, 4), "copied_tokens": copied, "tokens": int(fp.token_coverage),
+            "hit": bool(hit), "pairs": pairs[:3]}
+
+
+def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
+    """Compare every file of ``submission`` with the reference package.
+
+    Returns
+    -------
+    dict
+        ``hash_matches`` (file, reference, sha256), ``code`` (one :func:`compare_code` row per code file,
+        most similar first), ``hits`` (files that matched), ``unscanned`` (files past the scan's bounds),
+        ``parameters`` (k, window, threshold, min_tokens) and ``summary``.
+
+    """
+    root = Path(submission)
+    docs, ref_hashes, _, _ = _reference_now()
+    hash_matches, code, unscanned = [], [], []
+    code_budget, hash_budget = [MAX_CODE_TOTAL], MAX_HASHED
+    too_deep: list[str] = []
+    for n, e in enumerate(walk(root, MAX_TREE_DEPTH, too_deep=too_deep)):
+        if n >= MAX_ENTRIES:
+            unscanned.append("... (entry limit)")
+            break
+        if not stat.S_ISREG(e.st.st_mode):
+            continue
+        size = e.st.st_size
+        fd = os.open(e.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=e.dir_fd)
+        with os.fdopen(fd, "rb") as fh:
+            head = fh.read(256)
+            if size >= MIN_HASH_BYTES:
+                if size <= hash_budget:
+                    hash_budget -= size
+                    h = hashlib.sha256(head)
+                    while chunk := fh.read(1 << 20):
+                        h.update(chunk)
+                    digest = h.hexdigest()
+                    if digest in ref_hashes:
+                        hash_matches.append({"file": e.rel, "reference": ref_hashes[digest], "sha256": digest})
+                else:
+                    unscanned.append(e.rel)
+            lang = _language(e.name, head)
+            if lang or e.name.endswith(ARCHIVE_SUFFIXES):
+                if size > MAX_CODE_FILE or size > code_budget[0]:
+                    unscanned.append(e.rel)
+                    continue
+                fh.seek(0)
+                data = fh.read(MAX_CODE_FILE)
+        if lang:
+            code_budget[0] -= len(data)
+            code.append(compare_code(e.rel, data.decode("utf-8", "replace"), lang))
+        elif e.name.endswith(ARCHIVE_SUFFIXES):
+            for member, mdata in _code_members(root / e.rel, code_budget):
+                mlang = _language(member, mdata[:256])
+                if mlang:
+                    code.append(compare_code(f"{e.rel}!{member}", mdata.decode("utf-8", "replace"), mlang))
+    unscanned += [f"{rel}/ (nested too deep)" for rel in too_deep]
+    code.sort(key=lambda r: (-r["similarity"], r["file"]))
+    hits = sorted({m["file"] for m in hash_matches} | {r["file"] for r in code if r["hit"]})
+    summary = (f"{len(hits)} file(s) match the reference package: {len(hash_matches)} by SHA-256, "
+               f"{sum(r['hit'] for r in code)} by code similarity (threshold {THRESHOLD})" if hits
+               else "no file matches the reference package")
+    return {"hits": hits, "hash_matches": hash_matches, "code": code[:50], "code_files": len(code),
+            "unscanned": unscanned[:100],
+            "parameters": {"k": K, "window": WINDOW, "threshold": THRESHOLD, "min_tokens": MIN_TOKENS,
+                           "min_hash_bytes": MIN_HASH_BYTES, "reference_files": len(docs)},
+            "summary": summary}
+
+
+def classify_track(submission: str | os.PathLike) -> tuple[str, dict[str, Any]]:
+    """The track a submission declared from-scratch counts for, and the evidence.
+
+    Returns
+    -------
+    tuple of (str, dict)
+        ``"reference-assisted"`` when :func:`scan_submission` finds a hit, else ``"from-scratch"``; the
+        scan's report.
+
+    """
+    report = scan_submission(submission)
+    return ("reference-assisted" if report["hits"] else "from-scratch"), report
