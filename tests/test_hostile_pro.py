@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 from hostile import corpus
 from icl.cli import main
-from icl.io import load_json, load_npz, write_npz
-from icl.pro.generate import generate
+from icl.io import load_json, load_npz
+from icl.pro.generate import DET_PITCH, generate
+from icl.pro.results_schema import PSF_KEYS, write_psf
 from test_pro_contract import make_submission
 
 BROKEN, CLEAN = "C05-02", "C05-03"  # the two test-split instances of template C05
@@ -30,15 +31,16 @@ def release(tmp_path_factory):
 def _perfect(release, out, iid):
     for p in (release / "private" / "psf" / iid).glob("*.npz"):
         a = load_npz(p, required=("psf", "x_arcmin", "y_arcmin"))
-        write_npz(out / "results" / iid / p.stem / "psf_linear.npz", **a)
-        write_npz(out / "results" / iid / p.stem / "psf_repeat.npz", **a)
+        for stem in ("psf_linear", "psf_repeat"):
+            write_psf(out / "results" / iid / p.stem / f"{stem}.npz", a["psf"], a["x_arcmin"], a["y_arcmin"],
+                      DET_PITCH, [550.0])
 
 
 # case folder -> (artifact, how it is broken, text the PSF check's reason must hold for that case)
 PSF_HOSTILE = {
     "black_off": ("pickle-payload", "object arrays are refused"),
     "black_on": ("bad-crc", "corrupt npz archive: BadZipFile"),
-    "clear_off": ("zip-bomb", "exceeds the"),
+    "clear_off": ("zip-bomb", "more than the stored data"),
     "clear_on": ("fifo", "missing clear_on/psf_linear.npz"),
     "solid_off": ("symlink-out", "symbolic links are refused"),
 }
@@ -63,11 +65,11 @@ def scored(release, tmp_path_factory):
             continue
         target.unlink()
         if how == "pickle-payload":
-            corpus.pickle_payload(folder, target.name, ["psf", "x_arcmin", "y_arcmin"])
+            corpus.pickle_payload(folder, target.name, list(PSF_KEYS))  # every key the schema asks for
         elif how == "bad-crc":
-            corpus.corrupt_crc(folder, target.name, psf=np.ones((3, 3)))
+            corpus.corrupt_crc(folder, target.name, psf=np.ones((3, 3)), **{k: np.zeros(2) for k in PSF_KEYS[1:]})
         elif how == "zip-bomb":
-            corpus.zip_bomb(folder, target.name, "psf")
+            corpus.zip_bomb(folder, target.name, "psf", others=PSF_KEYS[1:])
         elif how == "fifo":
             corpus.fifo(folder, target.name)
     for name, text in ENERGY_HOSTILE.items():

@@ -81,8 +81,9 @@ def test_baseline_through_harness_matches_direct_run(release, tmp_path):
 
 CHEAT = '''#!/usr/bin/env python3
 """Hostile: copy the evaluator's reference PSFs (host path) as answers{extra}."""
-import shutil, socket, sys
+import socket, sys
 from pathlib import Path
+import numpy as np
 inp, out = Path(sys.argv[1]), Path(sys.argv[2])
 for inst in sorted(p for p in inp.iterdir() if p.is_dir()):
     try:
@@ -93,7 +94,11 @@ for inst in sorted(p for p in inp.iterdir() if p.is_dir()):
     for ref in refs:
         dst = out / "results" / inst.name / ref.stem
         dst.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ref, dst / "psf_linear.npz")
+        a = dict(np.load(ref))  # completed to the results schema: grid, field of view, units
+        n, pitch = a["psf"].shape[0], 60.0 * float(a["x_arcmin"][1] - a["x_arcmin"][0])
+        np.savez(dst / "psf_linear.npz", angular_pixel_arcsec=np.float64(pitch), wavelength_nm=np.array([550.0]),
+                 fov_arcmin=np.array([n, n]) * pitch / 60.0, units=np.array("source_flux_per_pixel"),
+                 normalisation=np.array("source_flux"), **a)
     if {net}:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.settimeout(1.0)

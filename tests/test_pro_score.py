@@ -3,7 +3,8 @@ import shutil
 import numpy as np
 import pytest
 from icl.io import load_npz, write_json, write_npz
-from icl.pro.generate import generate
+from icl.pro.generate import DET_PITCH, generate
+from icl.pro.results_schema import write_psf
 from icl.pro.score import score_run, score_submission
 
 
@@ -17,8 +18,9 @@ def release(tmp_path_factory):
 def _perfect(release, out, iid):
     for p in (release / "private" / "psf" / iid).glob("*.npz"):
         a = load_npz(p, required=("psf", "x_arcmin", "y_arcmin"))
-        write_npz(out / "results" / iid / p.stem / "psf_linear.npz", **a)
-        write_npz(out / "results" / iid / p.stem / "psf_repeat.npz", **a)
+        for stem in ("psf_linear", "psf_repeat"):
+            write_psf(out / "results" / iid / p.stem / f"{stem}.npz", a["psf"], a["x_arcmin"], a["y_arcmin"],
+                      DET_PITCH, [550.0])
 
 
 def test_reference_psf_scores_full_and_garbage_scores_zero(release, tmp_path):

@@ -111,6 +111,23 @@ def read_key(release: str | os.PathLike, rebuildable: bool = False, seed: int | 
     return ReleaseKey(secret, rebuildable=rebuildable, seed=seed)
 
 
+def release_rankable(release: str | os.PathLike) -> tuple[bool, str]:
+    """Whether scores on ``release`` may be ranked, and why: only when its ``manifest.json`` says that its
+    answers cannot be rebuilt (``answers_rebuildable: false``). A missing or unreadable manifest is not
+    trusted. A development release is still scored, for development, but never ranked.
+    """
+    from icl.errors import InputError
+    from icl.io import load_json
+
+    path = Path(release) / "manifest.json"
+    try:
+        manifest = load_json(path)
+        require_secret(manifest if isinstance(manifest, dict) else {}, str(path))
+    except (InputError, ValueError) as exc:
+        return False, str(exc)
+    return True, "release made with a secret key"
+
+
 def require_secret(manifest: dict, what: str) -> None:
     """Refuse to rank a release whose answers can be rebuilt from public information."""
     if manifest.get("answers_rebuildable", True):

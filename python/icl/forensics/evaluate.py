@@ -8,6 +8,9 @@ false alarm on the genuine population.
 A submission is hostile input. It is read with the bounded JSON loader; an item for which any image
 lacks a finite score is not computable and scores 0 with the reason (the zero rule then makes S = 0),
 while the other items are still scored. Unknown image ids are reported and ignored.
+
+Scores on a release whose labels can be rebuilt from public information (a ``--seed`` development
+release) are computed but marked ``rankable: false``; :func:`rank` gives them no place.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from icl.contest.pr import ITEM_KIND, PARTIAL_INTERVAL, ItemArea, item_area
 from icl.contest.safety import ITEMS, safety_score
 from icl.contest.scoring import RULE, SYMBOLS, weakest
 from icl.errors import InputError
+from icl.keys import release_rankable
 
 MAX_SUBMISSION_BYTES = 16 * 1024 * 1024
 
@@ -106,9 +110,12 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
         areas[item] = item_area(item, [table[i][item] for i in members], y)
     s, zero_rule = safety_score({k: (a.value if a.computable else None) for k, a in areas.items()})
     w = weakest(areas)
+    rankable, rankable_reason = release_rankable(release)
     return {
         "items": {k: a.to_dict() for k, a in areas.items()},
         "S": s,
+        "rankable": rankable,
+        "rankable_reason": rankable_reason,
         "zero_rule": zero_rule,
         "weakest": {"item": w.item, "value": w.value, "positives": w.positives, "negatives": w.negatives},
         "C": None,
@@ -118,3 +125,17 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
         "symbols": {k: SYMBOLS[k] for k in ("NH", "DUP", "SPL", "S")},
         "problems": problems,
     }
+
+
+def rank(records: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Order evaluated submissions (``(name, evaluate() record)`` pairs) by S, highest first.
+
+    Only records on a release with a secret key get a place; the others follow, listed apart with
+    ``place`` None and the reason (their labels can be rebuilt, so their S proves nothing).
+    """
+    rows = [{"name": name, "S": r.get("S"), "rankable": r.get("rankable") is True,
+             "reason": r.get("rankable_reason", "no rankable field: not an evaluate() record")} for name, r in records]
+    rows.sort(key=lambda r: (not r["rankable"], -(r["S"] or 0.0), r["name"]))
+    for place, r in enumerate(rows, 1):
+        r["place"] = place if r["rankable"] else None
+    return rows

@@ -17,8 +17,11 @@ SPL
     ``half``: left half of one render, right half of another, flux matched at the seam; ``patch``: a
     square patch of another render pasted into the faint halo.
 
-Labels stay in ``private/labels.json``. All draws come from one seeded generator, so a release is
-byte-identical for a given seed and package version.
+Labels stay in ``private/labels.json``. Every draw comes from one stream derived from the release key
+(:mod:`icl.keys`, ``HMAC-SHA256(key, "forensics/release")``): a secret key drawn from the operating system
+and kept in ``private/release.key``, or, with ``--seed``, a public development key whose labels anyone
+can rebuild (``answers_rebuildable: true`` in the manifest; such a release is never ranked). A release is
+byte-identical for a given key and package version.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Any
 
 import numpy as np
 from scipy.ndimage import gaussian_filter
+
+from icl.keys import ReleaseKey, write_key
 
 N_PIXELS = 128
 PITCH_ARCSEC = 4.0
@@ -47,7 +52,7 @@ TOLERANCES = {
 COUNTS = {"genuine": 64, "NH": 20, "DUP": 8, "SPL": 8}
 NH_KINDS = ("bloom", "asset", "wrap_fold", "wrap_roll", "wrong_hole")
 ASSET_RADIUS_ARCMIN = 2.0  # the fixed ring of the "asset" forgery, the same at every wavelength
-DEFAULT_SEED = 20261003
+DEFAULT_SEED = 20261003  # the public development release the documented measurements use
 
 
 def axis_arcmin() -> np.ndarray:
@@ -258,7 +263,7 @@ def forge_splice(kind: str, stated: dict[str, Any], rng: np.random.Generator) ->
 
 
 def build(
-    seed: int = DEFAULT_SEED, progress: bool = False, counts: dict[str, int] | None = None,
+    key: ReleaseKey, progress: bool = False, counts: dict[str, int] | None = None,
     scheduler: str | None = None, workers: int = 1,
 ) -> list[dict[str, Any]]:
     """Draw and render every image of a release (``counts`` overrides :data:`COUNTS`, for small tests).
@@ -286,20 +291,20 @@ def build(
 
     try:
         _rendered = blank
-        _draw(seed, counts)
+        _draw(key, counts)
         _rendered = None  # the tasks render for real, in this process or elsewhere
         scenes = list(wanted.values())
         images = dict(zip(wanted, run_tasks(render_scene, scenes, scheduler=scheduler, workers=workers,
                                             description="render", quiet=not progress)))
         _rendered = lambda scene: images[_key(scene)]  # noqa: E731
-        return _draw(seed, counts)
+        return _draw(key, counts)
     finally:
         _rendered = None
 
 
-def _draw(seed: int, counts: dict[str, int] | None) -> list[dict[str, Any]]:
+def _draw(key: ReleaseKey, counts: dict[str, int] | None) -> list[dict[str, Any]]:
     counts = dict(COUNTS if counts is None else counts)
-    rng = np.random.default_rng(seed)
+    rng = key.rng("forensics", "release")
     entries: list[dict[str, Any]] = []
 
     def add(image: np.ndarray, stated: dict, kind: str, item: str | None, detail: dict) -> None:
@@ -377,17 +382,26 @@ the safety score S is their harmonic mean, 0 if any item is 0 or unreadable.
 
 def write_release(
     out: str | Path,
-    seed: int = DEFAULT_SEED,
+    seed: int | None = None,
     progress: bool = False,
     counts: dict[str, int] | None = None,
     scheduler: str | None = None,
     workers: int = 1,
+    key: ReleaseKey | None = None,
 ) -> dict:
-    """Write a release folder (public images and stated scenes, private labels, manifest)."""
+    """Write a release folder (public images and stated scenes, private labels and key, manifest).
+
+    With neither ``seed`` nor ``key`` a fresh secret key is drawn from the operating system; ``seed``
+    makes a public development release whose labels anyone can rebuild (never ranked).
+    """
     from icl.io import atomic_write_bytes, write_json, write_manifest, write_npz
 
     out = Path(out)
-    entries = build(seed, progress, counts, scheduler, workers)
+    if key is None:
+        key = ReleaseKey.new() if seed is None else ReleaseKey.from_seed(seed)
+    elif seed is not None:
+        raise ValueError("give a seed or a key, not both")
+    entries = build(key, progress, counts, scheduler, workers)
     axis = axis_arcmin()
     labels = {}
     for e in entries:
@@ -418,13 +432,15 @@ def write_release(
     write_json(out / "private" / "labels.json", labels)
     counts = {k: sum(1 for lab in labels.values() if lab[k]) for k in ("NH", "DUP", "SPL")}
     counts["genuine"] = sum(1 for lab in labels.values() if lab["kind"] == "genuine")
-    return write_manifest(
+    manifest = write_manifest(
         out,
         {
             "track": "halo-forensics",
-            "seed": seed,
+            **key.manifest_fields(),
             "counts": counts,
             "noise_sigma_per_pixel": NOISE_SIGMA,
             "tolerances": TOLERANCES,
         },
     )
+    write_key(out, key)  # after the manifest: its file hashes hold no key-confirmation value
+    return manifest

@@ -55,13 +55,20 @@ def pro_validate(submission: Path, as_json: bool) -> None:
               help="Track to run on (default: the manifest's track, else from-scratch).")
 def pro_run(submission: Path, input_dir: Path, output_dir: Path, cpus: int, memory: str, timeout_s: float,
             frozen_hash: str | None, logs_dir: Path | None, track: str | None) -> None:
-    """Run SUBMISSION/run INPUT OUTPUT in the sandbox; print the run record (exit 1 unless it is ok)."""
+    """Run SUBMISSION/run INPUT OUTPUT in the sandbox; print the run record (exit 1 unless it is ok).
+
+    Every result file in OUTPUT is then checked against the results schema; each problem is listed under
+    ``result_issues`` with its file (relative to OUTPUT) and field. The scorer gives 0 to the checks such
+    a file feeds.
+    """
     from icl.io import dumps_json
+    from icl.pro.results_schema import validate_output
     from icl.sandbox.harness import run_submission
 
     record = run_submission(submission, input_dir, output_dir, cpus=cpus, memory=memory, timeout_s=timeout_s,
                             frozen_hash=frozen_hash, logs_dir=logs_dir, track=track)
-    click.echo(dumps_json(record.to_dict()), nl=False)
+    issues = validate_output(output_dir) if output_dir.is_dir() else []
+    click.echo(dumps_json({**record.to_dict(), "result_issues": issues}), nl=False)
     sys.exit(0 if record.ok else 1)
 
 

@@ -3,7 +3,8 @@
 :func:`validate_submission` walks a submission folder and returns a :class:`Report` listing every missing
 or malformed item, each naming the file (relative to the submission) and the field. Validation never
 raises on bad submissions, never follows a link out of the folder and never opens anything but regular
-files. The layout and formats are documented in ``docs/pro-harness.md``::
+files. The result files of a case follow the one schema of :mod:`icl.pro.results_schema`, which the scorer
+also uses. The layout and formats are documented in ``docs/pro-harness.md``::
 
     manifest.json  source/  run  model/eye.json  experiments.json  report.md
     results/<case>/{psf_linear.npz, energy.json, paths.npz, metrics.json, retinal_linear.npz, preview.png}
@@ -12,11 +13,9 @@ files. The layout and formats are documented in ``docs/pro-harness.md``::
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import stat
-import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -24,10 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from icl.errors import InputError
-from icl.io import load_json, load_npz
+from icl.pro.results_schema import RESULT_FILES, SCHEMAS, _json, check_file, finite_number
 
 #: Case ids (``results/<case>``): no path separators, no leading dot.
 CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -35,24 +31,8 @@ CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_ENTRIES = 100_000
 MAX_TOTAL_BYTES = 4 * 1024**3
 MAX_REPORT_BYTES = 1024 * 1024
-MAX_PNG_SIDE = 16384
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-#: Pixel values are flux per pixel in units of the source flux (DESIGN.md section 2).
-FLUX_UNITS = "source_flux_per_pixel"
-#: How a PSF is normalised: ``source_flux`` means unit source flux into the infinite plane, cropped to the
-#: window (what falls outside is counted as ``clipped`` in energy.json, never renormalised away).
-NORMALISATIONS = ("source_flux",)
-#: Relative tolerance on grid arithmetic (axis spacing, field of view): float32 axes are accepted.
-GRID_RTOL = 1e-6
-#: Largest negative pixel accepted, relative to the peak: FFT round-off, not negative light.
-NEGATIVE_RTOL = 1e-9
-#: Relative tolerance on the energy identity; the residual is declared, so only rounding remains.
-ENERGY_RTOL = 1e-9
-ENERGY_TERMS = ("incident", "reflected", "transmitted", "absorbed", "blocked", "clipped", "numerical_residual")
 PARAMETER_STATUS = ("measured", "documented", "synthetic", "estimated", "unknown")
 EXPERIMENT_KINDS = ("intervention", "ablation", "convergence", "inverse", "measurement")
-RESULT_FILES = ("psf_linear.npz", "energy.json", "paths.npz", "metrics.json", "retinal_linear.npz",
-                "preview.png")
 
 
 @dataclass(frozen=True)
@@ -215,83 +195,6 @@ def manifest_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def _json(report: Report, root: Path, rel: str) -> Any:
-    try:
-        return load_json(root / rel)
-    except InputError as exc:
-        report.add(rel, exc.field or "", exc.reason)
-        return None
-
-
-def _npz(report: Report, root: Path, rel: str, required: tuple[str, ...],
-         optional: tuple[str, ...]) -> dict[str, np.ndarray] | None:
-    try:
-        return load_npz(root / rel, required=required, optional=optional)
-    except InputError as exc:
-        report.add(rel, exc.field or "", exc.reason)
-        return None
-
-
-def _finite_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _text_scalar(report: Report, rel: str, arrays: dict[str, np.ndarray], key: str,
-                 allowed: tuple[str, ...]) -> None:
-    a = arrays[key]
-    if a.shape != () or a.dtype.kind != "U":
-        report.add(rel, key, f"must be a 0-d unicode string array, got {a.dtype} {a.shape}")
-    elif str(a) not in allowed:
-        report.add(rel, key, f"must be one of {list(allowed)}, got {str(a)!r}")
-
-
-def _float_array(report: Report, rel: str, key: str, a: np.ndarray, ndim: tuple[int, ...]) -> bool:
-    if a.dtype.kind != "f":
-        report.add(rel, key, f"must be a floating-point array (linear, not display-mapped), got {a.dtype}")
-        return False
-    if a.ndim not in ndim:
-        report.add(rel, key, f"must have {' or '.join(map(str, ndim))} dimensions, got shape {a.shape}")
-        return False
-    if a.size == 0:
-        report.add(rel, key, "is empty")
-        return False
-    if not np.all(np.isfinite(a)):
-        report.add(rel, key, "holds NaN or infinite values")
-        return False
-    return True
-
-
-def _linear_image(report: Report, rel: str, key: str, a: np.ndarray) -> None:
-    peak = float(np.max(np.abs(a)))
-    if float(np.min(a)) < -NEGATIVE_RTOL * peak:
-        report.add(rel, key, f"negative intensity {float(np.min(a)):.3g} (more than round-off of peak {peak:.3g})")
-
-
-def _grid(report: Report, rel: str, arrays: dict[str, np.ndarray], shape: tuple[int, int]) -> None:
-    """Check ``x_arcmin``, ``y_arcmin`` and ``angular_pixel_arcsec`` against an image of ``shape``."""
-    pitch_a = arrays["angular_pixel_arcsec"]
-    if pitch_a.shape != () or pitch_a.dtype.kind not in "fiu" or not np.isfinite(pitch_a) or pitch_a <= 0:
-        report.add(rel, "angular_pixel_arcsec", "must be a positive finite scalar (arcsec)")
-        return
-    step = float(pitch_a) / 60.0
-    for key, n in (("y_arcmin", shape[0]), ("x_arcmin", shape[1])):
-        axis = arrays[key]
-        if not _float_array(report, rel, key, axis, (1,)):
-            continue
-        if axis.shape != (n,):
-            report.add(rel, key, f"length {axis.shape[0]} does not match the image side {n}")
-            continue
-        if n > 1 and not np.allclose(np.diff(axis), step, rtol=GRID_RTOL, atol=0):
-            report.add(rel, key, f"must increase in steps of angular_pixel_arcsec/60 = {step:.6g} arcmin")
-    if "fov_arcmin" in arrays:
-        fov = arrays["fov_arcmin"]
-        want = np.array([shape[1], shape[0]], dtype=float) * step
-        if fov.shape != (2,) or fov.dtype.kind not in "fiu":
-            report.add(rel, "fov_arcmin", f"must be [width, height] in arcmin, got {fov.dtype} {fov.shape}")
-        elif not np.allclose(fov, want, rtol=GRID_RTOL, atol=0):
-            report.add(rel, "fov_arcmin", f"{fov.tolist()} differs from n * pitch = {want.tolist()} arcmin")
-
-
 # --------------------------------------------------------------------------------------- item checks
 
 
@@ -334,7 +237,7 @@ def _check_parameters(report: Report, rel: str, obj: Any, where: str) -> int:
         if not isinstance(obj.get(key), str):
             report.add(rel, f"{where}.{key}", "parameter needs a string (use '1' for dimensionless units)")
     unc = obj.get("uncertainty", "missing")
-    if not (unc is None or (_finite_number(unc) and unc >= 0)):
+    if not (unc is None or (finite_number(unc) and unc >= 0)):
         report.add(rel, f"{where}.uncertainty", "parameter needs a non-negative number or null")
     if obj.get("status") not in PARAMETER_STATUS:
         report.add(rel, f"{where}.status", f"must be one of {list(PARAMETER_STATUS)}")
@@ -406,150 +309,6 @@ def _check_report_md(report: Report, root: Path, rel: str) -> None:
         return
     if not text.strip():
         report.add(rel, "", "is empty")
-
-
-def _check_psf(report: Report, root: Path, rel: str) -> None:
-    arrays = _npz(report, root, rel,
-                  ("psf", "x_arcmin", "y_arcmin", "angular_pixel_arcsec", "fov_arcmin", "wavelength_nm",
-                   "units", "normalisation"), ())
-    if arrays is None:
-        return
-    _text_scalar(report, rel, arrays, "units", (FLUX_UNITS,))
-    _text_scalar(report, rel, arrays, "normalisation", NORMALISATIONS)
-    psf = arrays["psf"]
-    wl = arrays["wavelength_nm"]
-    if _float_array(report, rel, "wavelength_nm", wl, (1,)) and np.any(wl <= 0):
-        report.add(rel, "wavelength_nm", "wavelengths must be positive (nm)")
-    if not _float_array(report, rel, "psf", psf, (2, 3)):
-        return
-    _linear_image(report, rel, "psf", psf)
-    if psf.ndim == 3 and wl.ndim == 1 and wl.shape[0] != psf.shape[0]:
-        report.add(rel, "wavelength_nm", f"length {wl.shape[0]} does not match psf planes {psf.shape[0]}")
-    _grid(report, rel, arrays, psf.shape[-2:])
-
-
-def _check_retinal(report: Report, root: Path, rel: str) -> None:
-    arrays = _npz(report, root, rel, ("image", "x_arcmin", "y_arcmin", "angular_pixel_arcsec", "units"),
-                  ("components", "source_ids", "fov_arcmin"))
-    if arrays is None:
-        return
-    _text_scalar(report, rel, arrays, "units", (FLUX_UNITS,))
-    image = arrays["image"]
-    if not _float_array(report, rel, "image", image, (2,)):
-        return
-    _linear_image(report, rel, "image", image)
-    _grid(report, rel, arrays, image.shape)
-    comps = arrays.get("components")
-    if comps is not None and _float_array(report, rel, "components", comps, (3,)):
-        if comps.shape[1:] != image.shape:
-            report.add(rel, "components", f"shape {comps.shape} does not stack images of shape {image.shape}")
-        else:
-            _linear_image(report, rel, "components", comps)
-    ids = arrays.get("source_ids")
-    if ids is not None:
-        if ids.dtype.kind != "U" or ids.ndim != 1:
-            report.add(rel, "source_ids", "must be a 1-d unicode array")
-        elif comps is not None and ids.shape[0] != comps.shape[0]:
-            report.add(rel, "source_ids", f"{ids.shape[0]} ids for {comps.shape[0]} components")
-
-
-def _check_paths(report: Report, root: Path, rel: str) -> None:
-    wave = ("wavefront_nm", "pupil_u_mm", "pupil_v_mm")
-    arrays = _npz(report, root, rel, ("points_mm", "weights", "branch"), wave)
-    if arrays is None:
-        return
-    pts, w, br = arrays["points_mm"], arrays["weights"], arrays["branch"]
-    n = None
-    if _float_array(report, rel, "points_mm", pts, (3,)):
-        if pts.shape[2] != 3 or pts.shape[1] < 2:
-            report.add(rel, "points_mm", f"must be [n_rays, n_vertices >= 2, 3] (x, y, z in mm), got {pts.shape}")
-        else:
-            n = pts.shape[0]
-    if _float_array(report, rel, "weights", w, (1,)) and np.any(w < 0):
-        report.add(rel, "weights", "branch weights must be non-negative (fraction of the ray's flux)")
-    if br.dtype.kind not in "iu" or br.ndim != 1:
-        report.add(rel, "branch", f"must be a 1-d integer array of branch ids, got {br.dtype} {br.shape}")
-    for key, a in (("weights", w), ("branch", br)):
-        if n is not None and a.ndim == 1 and a.shape[0] != n:
-            report.add(rel, key, f"length {a.shape[0]} does not match {n} rays in points_mm")
-    given = [k for k in wave if k in arrays]
-    if given and len(given) != len(wave):
-        report.add(rel, "wavefront_nm", f"a wavefront needs all of {list(wave)}, got {given}")
-    elif given:
-        wf = arrays["wavefront_nm"]
-        if _float_array(report, rel, "wavefront_nm", wf, (2,)):
-            for key, n_ax in (("pupil_v_mm", wf.shape[0]), ("pupil_u_mm", wf.shape[1])):
-                ax = arrays[key]
-                if _float_array(report, rel, key, ax, (1,)) and ax.shape != (n_ax,):
-                    report.add(rel, key, f"length {ax.shape[0]} does not match the wavefront side {n_ax}")
-
-
-def _check_energy(report: Report, root: Path, rel: str) -> None:
-    obj = _json(report, root, rel)
-    if obj is None:
-        return
-    if not isinstance(obj, dict):
-        report.add(rel, "", "must be a JSON object")
-        return
-    allowed = set(ENERGY_TERMS) | {"units", "notes"}
-    for key in sorted(set(obj) - allowed):
-        report.add(rel, key, "unknown field")
-    if obj.get("units") != "source_flux":
-        report.add(rel, "units", "must be 'source_flux' (every term is a fraction of the incident source flux)")
-    values = {}
-    for key in ENERGY_TERMS:
-        v = obj.get(key)
-        if not _finite_number(v):
-            report.add(rel, key, "missing or not a finite number")
-        elif key != "numerical_residual" and v < 0:
-            report.add(rel, key, f"must be non-negative, got {v}")
-        else:
-            values[key] = float(v)
-    if len(values) != len(ENERGY_TERMS):
-        return
-    booked = sum(values[k] for k in ("reflected", "transmitted", "absorbed", "blocked", "numerical_residual"))
-    if abs(values["incident"] - booked) > ENERGY_RTOL * max(1.0, abs(values["incident"])):
-        report.add(rel, "numerical_residual",
-                   f"incident {values['incident']!r} != reflected + transmitted + absorbed + blocked + "
-                   f"numerical_residual = {booked!r}")
-    if values["clipped"] > values["transmitted"] * (1 + ENERGY_RTOL):
-        report.add(rel, "clipped", "clipped (transmitted light outside the detector) exceeds transmitted")
-
-
-def _check_metrics(report: Report, root: Path, rel: str) -> None:
-    obj = _json(report, root, rel)
-    if obj is None:
-        return
-    if not isinstance(obj, dict):
-        report.add(rel, "", "must be a JSON object of named metrics")
-        return
-    radius = obj.get("halo_radius_arcmin", 0.0)
-    if not (radius == "not_detected" or (_finite_number(radius) and radius >= 0)):
-        report.add(rel, "halo_radius_arcmin", "must be a non-negative number or 'not_detected'")
-
-
-def _check_png(report: Report, root: Path, rel: str) -> None:
-    with open(root / rel, "rb") as fh:
-        head = fh.read(33)
-    if head[:8] != PNG_SIGNATURE:
-        report.add(rel, "", "not a PNG file (bad signature)")
-        return
-    if len(head) < 33 or head[12:16] != b"IHDR":
-        report.add(rel, "IHDR", "PNG has no IHDR chunk first")
-        return
-    width, height = struct.unpack(">II", head[16:24])
-    if not (0 < width <= MAX_PNG_SIDE and 0 < height <= MAX_PNG_SIDE):
-        report.add(rel, "IHDR", f"image size {width} x {height} outside 1..{MAX_PNG_SIDE}")
-
-
-_RESULT_CHECKS: dict[str, Callable[[Report, Path, str], None]] = {
-    "psf_linear.npz": _check_psf,
-    "energy.json": _check_energy,
-    "paths.npz": _check_paths,
-    "metrics.json": _check_metrics,
-    "retinal_linear.npz": _check_retinal,
-    "preview.png": _check_png,
-}
 
 
 # ---------------------------------------------------------------------------------------------- entry
@@ -635,10 +394,7 @@ def _check_file(report: Report, root: Path, tree: _Tree, rel: str,
                 check: Callable[[Report, Path, str], None]) -> None:
     """Run ``check`` on ``rel`` if it is a regular file; otherwise say what it is (once)."""
     if tree.is_file(rel):
-        try:
-            check(report, root, rel)
-        except (OSError, ValueError, MemoryError) as exc:  # last guard: report, never crash
-            report.add(rel, "", f"unreadable: {exc}")
+        check_file(report, root, rel, check)  # reports an unreadable file, never raises
     elif rel in tree.kinds:
         report.add(rel, "", "must be a regular file")
     elif not _reported(report, rel):
@@ -657,7 +413,7 @@ def _check_cases(report: Report, root: Path, tree: _Tree, base: str) -> None:
             report.add(case_rel, "", "case id must be letters, digits, '_', '.', '-' (no leading dot)")
             continue
         for name in RESULT_FILES:
-            _check_file(report, root, tree, f"{case_rel}/{name}", _RESULT_CHECKS[name])
+            _check_file(report, root, tree, f"{case_rel}/{name}", SCHEMAS[name])
     if not report.cases:
         report.add(base, "", "holds no case folder")
 

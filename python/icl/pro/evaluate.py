@@ -161,6 +161,7 @@ def run_sets(
 ) -> dict[str, Any]:
     """Run a frozen submission once on every input set; write and return ``run_dir/sets.json``."""
     from icl.pro.harness import run_submission
+    from icl.pro.results_schema import validate_output
 
     run_dir = Path(run_dir)
     if run_dir.exists():
@@ -179,7 +180,8 @@ def run_sets(
             logs_dir=run_dir / "logs" / name,
             mechanism=mechanism,
         )
-        rows.append({"set": name, "instances": list(ids), "output": name, "record": rec.to_dict()})
+        rows.append({"set": name, "instances": list(ids), "output": name, "record": rec.to_dict(),
+                     "result_issues": validate_output(run_dir / name) if (run_dir / name).is_dir() else []})
     doc = {
         "format": "icl-pro-run-sets/1",
         "submission": str(Path(submission).resolve()),

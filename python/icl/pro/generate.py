@@ -933,7 +933,6 @@ def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
     for rec, b in zip(records, built):
         _write_instance(out, catalog, rec, b)
     split_rows = [{k: r[k] for k in ("id", "template", "split", "base_eye", "design_family")} for r in records]
-    write_key(out, key)
     write_json(out / "private" / "splits.json", {**key.manifest_fields(), "per_template": per_template,
                                                  "groups": groups, "instances": split_rows})
     shutil.copyfile(default_path() if catalog_path is None else catalog_path, out / "catalog.json")
@@ -941,6 +940,7 @@ def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
     counts = {s: sum(1 for r in records if r["split"] == s) for s in SPLITS}
     write_manifest(out, {"kind": "icl-pro-release", **key.manifest_fields(), "per_template": per_template,
                          "instances": counts, "reference_engine": ref.ENGINE})
+    write_key(out, key)  # after the manifest: its file hashes hold no key-confirmation value
     return {"instances": counts, "groups": groups, "seconds": time.perf_counter() - t0}
 
 

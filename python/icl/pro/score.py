@@ -2,13 +2,16 @@
 reviewer file, gates G1-G5 beside the score, three-run aggregation and a clustered bootstrap.
 
 A submission is hostile input: every check runs inside a guard, so a bad artifact scores 0 for that
-check with the reason written down and never stops the run. Expert checks without a review are
+check with the reason written down and never stops the run. Every result file is first checked against
+the one results schema (:mod:`icl.pro.results_schema`, also the contract validator's): a check fed by an
+invalid file scores 0 with the file, field and problem, and every problem of a run's result files is
+listed in ``result_issues``. A check whose reference carries a measurement-noise budget
+(:mod:`icl.pro.noise`) is graded against the larger of its registered tolerance and that budget. Expert checks without a review are
 ``pending``: they are left out of the development score, never guessed and never counted as 0.5.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -18,10 +21,10 @@ import numpy as np
 from icl.errors import InputError
 from icl.io import load_json, load_npz
 from icl.pro.catalog import GROUPS, Catalog, Check, load_catalog
+from icl.pro.results_schema import Findings, energy_terms, recorded, validate_file, validate_output
 
 MAX_METRICS_BYTES = 1 << 20
 PSF_BYTES = 64 << 20
-LEDGER_KEYS = ("incident", "reflected", "absorbed", "blocked", "cropped", "recorded", "numerical_residual")
 
 
 class _Fail(Exception):
@@ -41,6 +44,7 @@ class InstanceScorer:
         self.flags: dict[str, Any] = {}
         # Why every task of the instance scores 0 (its harness run was not ok), or None.
         self.refused = refused
+        self._schema: dict[str, list[dict]] = {}  # problems of each result file read, by path in the instance
 
     # artifacts ---------------------------------------------------------------
     def _file(self, case: str, name: str) -> Path:
@@ -52,7 +56,18 @@ class InstanceScorer:
             raise _Fail(f"{p.name}: symbolic links are refused")
         if not p.is_file():
             raise _Fail(f"missing {case}/{name}")
+        self._valid(f"{case}/{name}")
         return p
+
+    def _valid(self, rel: str) -> None:
+        """Fail, naming the file and fields, if ``results/<instance>/rel`` breaks the results schema."""
+        if rel not in self._schema:
+            self._schema[rel] = validate_file(self.results, rel)
+        bad = self._schema[rel]
+        if bad:
+            what = "; ".join(f"{i['field'] or '(file)'}: {i['message']}" for i in bad[:3])
+            more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+            raise _Fail(f"invalid results/{self.iid}/{rel}: {what}{more}")
 
     def metrics(self, case: str) -> dict:
         m = load_json(self._file(case, "metrics.json"), max_bytes=MAX_METRICS_BYTES)
@@ -102,23 +117,18 @@ class InstanceScorer:
     def k_energy(self, ch: Check, r: dict) -> tuple[float, str]:
         scores, notes = [], []
         for case, want in r["cases"].items():
+            # The schema (checked by _file) closes the ledger; recorded = transmitted - clipped.
             led = load_json(self._file(case, "energy.json"), max_bytes=MAX_METRICS_BYTES)
-            if not isinstance(led, dict):
-                raise _Fail(f"energy.json of {case} is not an object")
-            vals = {}
-            for k in LEDGER_KEYS:
-                v = led.get(k, 0.0)
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                    raise _Fail(f"energy.json of {case}: {k} is not a finite number")
-                vals[k] = float(v)
-            inc = vals["incident"]
-            parts = sum(vals[k] for k in LEDGER_KEYS[1:])
-            if inc <= 0 or abs(parts - inc) > 1e-6 * max(inc, 1.0):
-                raise _Fail(f"{case}: ledger does not close ({parts:.6g} vs incident {inc:.6g})")
-            if vals["recorded"] > inc - vals["blocked"] + 1e-6 or abs(vals["numerical_residual"]) > 1e-3:
+            vals = energy_terms(led, Findings(), f"{case}/energy.json")
+            if vals is None:
+                raise _Fail(f"energy.json of {case} breaks the results schema")
+            inc, rec = vals["incident"], recorded(vals)
+            if inc <= 0:
+                raise _Fail(f"{case}: no incident light")
+            if rec > inc - vals["blocked"] + 1e-6 or abs(vals["numerical_residual"]) > 1e-3:
                 self.flags["energy_gain"] = True
                 raise _Fail(f"{case}: unexplained energy gain or residual")
-            err = max(abs(vals["blocked"] - want["blocked"]), abs(vals["recorded"] - want["recorded"]))
+            err = max(abs(vals["blocked"] - want["blocked"]), abs(rec - want["recorded"]))
             if want["blocked"] == 0 and vals["blocked"] > ch.tolerance or want["blocked"] > 0 and err > 3 * ch.tolerance:
                 self.flags["disabled_mechanism"] = True
             scores.append(_grade(err, ch.tolerance))
@@ -339,6 +349,13 @@ class InstanceScorer:
         p = self.results / "experiments.json"
         if not p.is_file() or p.is_symlink():
             raise _Fail("missing experiments.json")
+        from icl.pro.results_schema import check_run_experiments
+
+        bad = Findings()
+        check_run_experiments(bad, self.results, "experiments.json")
+        if bad.items:
+            i = bad.items[0]
+            raise _Fail(f"invalid results/{self.iid}/experiments.json: {i['field'] or '(file)'}: {i['message']}")
         return p
 
     def score(self, ch: Check) -> tuple[float, str]:
@@ -347,11 +364,24 @@ class InstanceScorer:
         if not self.results.is_dir():
             return 0.0, "missing task"
         try:
-            return getattr(self, f"k_{ch.kind}")(ch, self.refs[ch.id])
+            r = self.refs[ch.id]
+            return getattr(self, f"k_{ch.kind}")(graded_check(ch, r), r)
         except (_Fail, InputError) as exc:
             return 0.0, str(exc)
         except (ValueError, TypeError, KeyError, IndexError, OSError, OverflowError, MemoryError) as exc:
             return 0.0, f"unreadable artifact: {type(exc).__name__}: {exc}"
+
+
+def graded_check(ch: Check, ref: dict) -> Check:
+    """``ch`` with the tolerance its reference was frozen with: the larger of the registered tolerance and
+    the error budget of the measurement noise in the instance's inputs (``ref["tolerance"]``), never less
+    than the registered one."""
+    import dataclasses
+
+    t = ref.get("tolerance") if isinstance(ref, dict) else None
+    if ch.tolerance is None or not isinstance(t, (int, float)) or isinstance(t, bool) or not t > ch.tolerance:
+        return ch
+    return dataclasses.replace(ch, tolerance=float(t))
 
 
 def load_reviews(path: str | Path | None) -> dict[tuple[str, str], float]:
@@ -475,6 +505,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     table = load_json(release / "private" / "splits.json")["instances"]
     rows = [r for r in table if r["split"] == split and (instances is None or r["id"] in instances)]
     checks_out, inst_scores, flags, clusters = [], {}, defaultdict(bool), {}
+    result_issues: list[dict] = []
     pending = 0
     for row in rows:
         refs = load_json(release / "private" / "references" / f"{row['id']}.json")["checks"]
@@ -484,6 +515,9 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
         else:
             root, refused = where.get(row["id"], (run_dir, "not run by the harness"))
         sc = InstanceScorer(release, root, row["id"], refs, refused)
+        if refused is None:
+            result_issues += [dict(i, file=(root / i["file"]).relative_to(run_dir).as_posix())
+                              for i in validate_output(root, [row["id"]])]
         vals = []
         for ch in tpl.checks:
             if ch.mode == "auto":
@@ -511,6 +545,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
             "professional_score_status": ("development score: " + f"{pending} expert checks pending")
             if pending else "complete", "completion_rate": float(np.mean([v[2] for v in inst_scores.values()]))
             if inst_scores else 0.0, "cost": run_cost(sets), "checks": checks_out,
+            "result_issues": result_issues,
             "instances": {k: {"template": v[0], "score": v[1], "cluster": clusters[k]} for k, v in inst_scores.items()}}
 
 
@@ -585,7 +620,11 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
                           else all(r["gates"][g]["pass"] for r in runs)),
                  "reason": "; ".join(sorted({r["gates"][g]["reason"] for r in runs}))} for g in runs[0]["gates"]}
     costs = [r["cost"] for r in runs if r["cost"] is not None]
+    from icl.keys import release_rankable
+
+    rank_ok, rank_why = release_rankable(release)
     return {"name": name, "split": split, "runs": len(runs), "professional_score": float(np.mean(totals)),
+            "rankable": rank_ok, "rankable_reason": rank_why,
             "professional_score_status": runs[0]["professional_score_status"], "worst": float(min(totals)),
             "reviews": runs[0]["reviews"],
             "run_scores": totals, "completion_rate": float(np.mean([r["completion_rate"] for r in runs])),
@@ -598,9 +637,18 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
 
 
 def leaderboard(scores: list[dict]) -> list[dict]:
-    """Rows grouped by gate pass (all gates passed first), then by score, highest first."""
-    return sorted(({"name": s["name"], "gates_passed": s["gates_passed"], "professional_score": s["professional_score"],
+    """Ranked rows, then the rows that may not be ranked, listed apart without a place.
+
+    Ranked rows (scores on a release with a secret key) are grouped by gate pass (all gates passed first),
+    then by score, highest first; a score on a release whose answers can be rebuilt gets ``place`` None.
+    """
+    rows = sorted(({"name": s["name"], "rankable": s.get("rankable") is True,
+                    "rankable_reason": s.get("rankable_reason", "not scored against a release manifest"),
+                    "gates_passed": s["gates_passed"], "professional_score": s["professional_score"],
                     "worst": s["worst"], "bootstrap_95": s["bootstrap_95"], "completion_rate": s["completion_rate"],
                     "cost": s["cost"],
                     "gates": {g: v["pass"] for g, v in s["gates"].items()}, "groups": s["groups"]} for s in scores),
-                  key=lambda r: (not r["gates_passed"], -r["professional_score"], r["name"]))
+                  key=lambda r: (not r["rankable"], not r["gates_passed"], -r["professional_score"], r["name"]))
+    for place, r in enumerate(rows, 1):
+        r["place"] = place if r["rankable"] else None
+    return rows

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from icl.io import load_json, write_json, write_npz
+from icl.io import load_json, write_json
 from icl.pro import references as ref
 from icl.pro.generate import LAYERS, eye_surfaces
 from icl.pro.package import load_package, scene_from_package
+from icl.pro.results_schema import ENERGY_UNITS, write_psf
 
 STRATEGIES = ("constant", "gaussian", "hand_halo", "geometric", "ignores_hole")
 
@@ -154,6 +155,16 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
     return m
 
 
+def _ledger(incident: float, blocked: float, rec: float) -> dict:
+    """energy.json in the results schema: no reflection or absorption is modelled; light past the aperture
+    is transmitted, and what the image does not hold of it is clipped. An image holding more than passed
+    the aperture books the excess as a negative numerical residual (an energy gain the scorer flags)."""
+    through = incident - blocked
+    transmitted, residual = (through, 0.0) if rec <= through else (rec, through - rec)
+    return {"units": ENERGY_UNITS, "incident": incident, "reflected": 0.0, "absorbed": 0.0, "blocked": blocked,
+            "transmitted": transmitted, "clipped": transmitted - rec, "numerical_residual": residual}
+
+
 def run(strategy: str, input_dir: Path, output_dir: Path) -> int:
     """Process every instance folder under ``input_dir``; return the number of instances written."""
     count = 0
@@ -167,13 +178,12 @@ def run(strategy: str, input_dir: Path, output_dir: Path) -> int:
             except (TypeError, ValueError):  # the package leaves a needed parameter unknown: no answer
                 continue
             axis = _grid(pkg)
-            write_npz(out / case / "psf_linear.npz", psf=img, x_arcmin=axis, y_arcmin=axis)
-            write_npz(out / case / "psf_repeat.npz", psf=img, x_arcmin=axis, y_arcmin=axis)
+            pitch = pkg["detector"]["pitch_arcsec"]["value"]
+            waves = sorted({w for s in pkg["illumination"]["sources"] for w, _ in s["spectrum"]["value"]})
+            for stem in ("psf_linear", "psf_repeat"):
+                write_psf(out / case / f"{stem}.npz", img, axis, axis, pitch, waves)
             incident = sum(s["flux"]["value"] * sum(w for _, w in s["spectrum"]["value"]) for s in pkg["illumination"]["sources"])
-            rec = float(img.sum())
-            write_json(out / case / "energy.json", {"incident": incident, "reflected": 0.0, "absorbed": 0.0, "blocked": blocked,
-                                                    "recorded": rec, "cropped": incident - blocked - rec,
-                                                    "numerical_residual": 0.0})
+            write_json(out / case / "energy.json", _ledger(incident, blocked, float(img.sum())))
             write_json(out / case / "metrics.json", metrics_for(strategy, task, pkg, img))
         if strategy == "ignores_hole" and "F02.1" in {c["id"] for c in task["checks"]}:
             ee = metrics_for(strategy, task, pkg, img)["encircled_energy_1arcmin"]
