@@ -1,4 +1,4 @@
-"""Four baselines computed from ``public/halo_cases.json`` alone (they never open ``private/``).
+"""Baselines computed from the public case files alone (they never open ``private/``).
 
 ``reference``
     Renders each scene with the reference engine: a format self-check, not a modelling result.
@@ -12,6 +12,10 @@
     Paints one fixed asset at each geometric wick whatever the wavelength, pupil or flux: a Gaussian
     core (FWHM 0.6 arcmin, 0.84 of unit flux) and a Gaussian ring (radius 1.0 arcmin, FWHM 0.3 arcmin,
     0.16 of unit flux), the look of a drawn halo sticker.
+``x-flip``, ``y-flip``
+    The reference render with the x (column) or y (row) axis reversed: the convention errors of a
+    submission that gets the physics right but mirrors the picture. The grid is symmetric about the
+    origin, so a flip is an exact mirror.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from icl.io import load_json, write_npz
 from icl.optics import Scene, render
 from icl.optics.model import ARCMIN
 
-MODES = ("reference", "wrong-position", "no-halo", "fixed-circle")
+MODES = ("reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip")
 FWHM_TO_SIGMA = 1.0 / (2.0 * math.sqrt(2.0 * math.log(2.0)))
 ASSET = {"core_fraction": 0.84, "core_fwhm_arcmin": 0.6, "ring_radius_arcmin": 1.0, "ring_fwhm_arcmin": 0.3}
 
@@ -95,16 +99,24 @@ def fixed_circle(scene: Scene) -> np.ndarray:
     return out
 
 
-def run_baseline(release: str | Path, output: str | Path, mode: str, progress: bool = True) -> list[str]:
-    """Write ``<condition>.npz`` for every condition of ``release/public`` into ``output``.
+def flip(components: np.ndarray, axis: str) -> np.ndarray:
+    """Components mirrored about the y axis (``"x"``: x -> -x, columns reversed) or the x axis (``"y"``)."""
+    return np.ascontiguousarray(components[:, :, ::-1] if axis == "x" else components[:, ::-1, :])
+
+
+def run_baseline(release: str | Path, output: str | Path, mode: str, progress: bool = True,
+                 split: str = "dev") -> list[str]:
+    """Write ``<condition>.npz`` for every condition of one split of ``release/public`` into ``output``.
 
     Returns the condition ids written.
     """
     from rich.progress import Progress
 
+    from icl.halo.release import split_paths
+
     if mode not in MODES:
         raise InputError(f"must be one of {list(MODES)}", None, "mode")
-    pub_file = Path(release) / "public" / "halo_cases.json"
+    pub_file = Path(release) / split_paths(split)[0]
     pub = load_json(pub_file)
     if not isinstance(pub, dict) or not isinstance(pub.get("cases"), list):
         raise InputError("expected an object with a 'cases' list", str(pub_file), "cases")
@@ -128,6 +140,8 @@ def run_baseline(release: str | Path, output: str | Path, mode: str, progress: b
                 comps = wrong_position(scene)
             elif mode == "no-halo":
                 comps = no_halo(scene)
+            elif mode in ("x-flip", "y-flip"):
+                comps = flip(render(scene).components, mode[0])
             else:
                 comps = fixed_circle(scene)
             write_npz(out / f"{cid}.npz", components=comps, scene=comps.sum(axis=0),

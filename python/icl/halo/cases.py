@@ -205,24 +205,37 @@ def load_case(path: str | Path) -> HaloCase | ResearchCard:
     if kind == "research":
         return ResearchCard(obj["id"], obj["question"], tuple(obj["inputs_required"]), obj["truth"], obj["note"],
                             file)
-    conds = []
-    for label in CONDITION_LABELS:
-        c = obj["conditions"][label]
-        where = f"conditions.{label}"
-        scene = _scene_from_dict(c["scene"], file, where + ".scene")
-        cond = Condition(f"{obj['id']}_{label}", obj["id"], c["label"], scene, c["scene"],
-                         c["calibration_ring"], c["complex_field"])
-        if cond.calibration_ring and cond.complex_field:
-            raise InputError("a condition cannot be both a calibration ring and a complex field", file,
-                             where + ".complex_field")
-        if cond.calibration_ring:
-            _check_calibration(cond, file, where + ".calibration_ring")
-        conds.append(cond)
+    conds = tuple(make_condition(obj["id"], label, obj["conditions"][label], file) for label in CONDITION_LABELS)
+    check_pair(conds, file)
+    return HaloCase(obj["id"], obj["title"], obj["purpose"], tuple(obj["predict"]), obj["expectation"], conds, file)
+
+
+def make_condition(case_id: str, label: str, c: dict, file: str) -> Condition:
+    """Build and check one condition ``c`` (``label``, flags, ``scene``) of case ``case_id``.
+
+    Raises
+    ------
+    InputError
+        For a bad scene or a declared flag the scene does not satisfy.
+
+    """
+    where = f"conditions.{label}"
+    scene = _scene_from_dict(c["scene"], file, where + ".scene")
+    cond = Condition(f"{case_id}_{label}", case_id, c["label"], scene, c["scene"], c["calibration_ring"],
+                     c["complex_field"])
+    if cond.calibration_ring and cond.complex_field:
+        raise InputError("a condition cannot be both a calibration ring and a complex field", file,
+                         where + ".complex_field")
+    if cond.calibration_ring:
+        _check_calibration(cond, file, where + ".calibration_ring")
+    return cond
+
+
+def check_pair(conds: tuple[Condition, Condition], file: str) -> None:
+    """Both conditions of a pair need the same number of sources (paired differences are per source)."""
     if len(conds[0].scene.sources) != len(conds[1].scene.sources):
         raise InputError("both conditions must have the same number of sources (paired differences)", file,
                          "conditions.b.scene.sources")
-    return HaloCase(obj["id"], obj["title"], obj["purpose"], tuple(obj["predict"]), obj["expectation"],
-                    (conds[0], conds[1]), file)
 
 
 def _scene_from_dict(d: Any, file: str, where: str) -> Scene:

@@ -43,12 +43,14 @@ def halo_generate(output: str, no_gallery: bool, test_variants: int, seed: int |
 @click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--output", required=True, type=click.Path(file_okay=False))
 @click.option("--mode", default="reference", show_default=True,
-              type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle"]))
-def halo_baseline(release: str, output: str, mode: str) -> None:
+              type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip"]))
+@click.option("--split", default="dev", show_default=True, type=click.Choice(["dev", "test"]),
+              help="Which split's public conditions to compute.")
+def halo_baseline(release: str, output: str, mode: str, split: str) -> None:
     """Write a baseline submission computed from the release's public part only."""
     from icl.halo.baselines import run_baseline
 
-    written = run_baseline(release, output, mode, progress=sys.stderr.isatty())
+    written = run_baseline(release, output, mode, progress=sys.stderr.isatty(), split=split)
     click.echo(f"{mode}: wrote {len(written)} conditions to {output}")
 
 
@@ -56,13 +58,15 @@ def halo_baseline(release: str, output: str, mode: str) -> None:
 @click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--submission", required=True, type=click.Path(file_okay=False))
 @click.option("--output", required=True, type=click.Path(dir_okay=False), help="score.json to write.")
-def halo_evaluate(release: str, submission: str, output: str) -> None:
-    """Score a submission folder against a release and write score.json."""
+@click.option("--split", default="dev", show_default=True, type=click.Choice(["dev", "test"]),
+              help="Which split's conditions to score.")
+def halo_evaluate(release: str, submission: str, output: str, split: str) -> None:
+    """Score a submission folder against one split of a release and write score.json."""
     from rich.console import Console
 
     from icl.halo.evaluate import evaluate, score_table, write_score
 
-    doc = evaluate(release, submission)
+    doc = evaluate(release, submission, split=split)
     write_score(doc, output)
     Console().print(score_table(doc))
 

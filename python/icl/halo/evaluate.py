@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from icl.crosscheck import not_ranked_reason
 from icl.errors import InputError
 from icl.halo.ring import measure_ring, polar_grid, polar_profile
 from icl.io import load_json, load_npz, write_json
@@ -62,8 +63,8 @@ class ReferenceCondition:
         return [tuple(s["wick_arcmin"] or s["expected_wick_arcmin"]) for s in self.record["sources"]]
 
 
-def load_release(release: str | Path) -> list[tuple[str, list[ReferenceCondition]]]:
-    """Load the cases of a release: ``[(case_id, [cond_a, cond_b])]``.
+def load_release(release: str | Path, split: str = "dev") -> list[tuple[str, list[ReferenceCondition]]]:
+    """Load the cases of one split of a release: ``[(case_id, [cond_a, cond_b])]``.
 
     Raises
     ------
@@ -71,8 +72,11 @@ def load_release(release: str | Path) -> list[tuple[str, list[ReferenceCondition
         For a missing or malformed release file (naming the file and field).
 
     """
+    from icl.halo.release import split_paths
+
     root = Path(release)
-    pub_file = root / "public" / "halo_cases.json"
+    public, private = split_paths(split)
+    pub_file = root / public
     pub = load_json(pub_file)
     if not isinstance(pub, dict) or not isinstance(pub.get("cases"), list):
         raise InputError("expected an object with a 'cases' list", str(pub_file), "cases")
@@ -84,9 +88,9 @@ def load_release(release: str | Path) -> list[tuple[str, list[ReferenceCondition
             if not isinstance(cid, str) or not cid.replace("_", "").isalnum():
                 raise InputError("bad condition id", str(pub_file), f"cases[{i}].conditions[{j}].id")
             scene = Scene.from_dict(c.get("scene"), file=str(pub_file))
-            npz = root / "private" / f"{cid}.npz"
+            npz = root / private / f"{cid}.npz"
             arrays = load_npz(npz, required=("components", "scene", "angular_pixel_arcsec", "x_arcmin", "y_arcmin"))
-            record = load_json(root / "private" / f"{cid}.json")
+            record = load_json(root / private / f"{cid}.json")
             comps = np.asarray(arrays["components"], dtype=float)
             if comps.shape != (len(scene.sources), scene.detector.n, scene.detector.n):
                 raise InputError(f"shape {comps.shape} does not match the scene", str(npz), "components")
@@ -257,16 +261,20 @@ def _off_fixation(scene: Scene) -> bool:
 
 
 def evaluate(release: str | Path, submission: str | Path,
-             loaded: list[tuple[str, list[ReferenceCondition]]] | None = None) -> dict:
-    """Score every condition of ``release`` from the folder ``submission``; return the score document.
+             loaded: list[tuple[str, list[ReferenceCondition]]] | None = None, split: str = "dev") -> dict:
+    """Score every condition of one split of ``release`` from the folder ``submission``; return the score document.
 
-    ``loaded`` may pass the result of :func:`load_release` to score several submissions against one
-    release without reading it again.
+    ``loaded`` may pass the result of :func:`load_release` for that split to score several submissions
+    against one release without reading it again. Both splits are scored by the same rules.
     """
-    cases = loaded if loaded is not None else load_release(release)
+    cases = loaded if loaded is not None else load_release(release, split)
     sub_root = Path(submission)
-    out_cases, total = {}, 0.0
+    out_cases, total, not_ranked = {}, 0.0, {}
     for case_id, refs in cases:
+        reasons = {r.id: not_ranked_reason(r.record) for r in refs if not_ranked_reason(r.record)}
+        if reasons:  # a reference failed its two-solver cross-check: out of every ranking, reported apart
+            not_ranked[case_id] = reasons
+            continue
         conds, subs = {}, []
         for ref in refs:
             try:
@@ -292,8 +300,9 @@ def evaluate(release: str | Path, submission: str | Path,
     for name, flag in (("position_bearing_cases", True), ("fixation_cases", False)):
         vals = [c["score"] for c in out_cases.values() if c["position_bearing"] is flag]
         subscores[name] = float(np.mean(vals)) if vals else None
-    return {"format": "icl-halo-score/1",
-            "halo_development_score": total / len(cases),
+    return {"format": "icl-halo-score/1", "split": split,
+            "halo_development_score": total / len(out_cases) if out_cases else None,
+            "not_ranked": not_ranked,
             "clinical_score": None, "professional_score": None,
             "diagnostic_subscores": subscores,
             "note": "Development score of the synthetic thin-phase set; not a clinical accuracy.",

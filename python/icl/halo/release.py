@@ -1,4 +1,10 @@
-"""Generate the halo release of DESIGN.md section 5: public task, private references, gallery, manifest."""
+"""Generate the halo release: public task, private references, gallery, manifest.
+
+Two splits share one layout: the development split (the fourteen case files, ``public/halo_cases.json``,
+``private/<condition>.*``) and the held-out test split (:mod:`icl.halo.variants`,
+``public/halo_cases_test.json``, ``private/test/<condition>.*``), whose parameters come from the release
+key kept in ``private/release.key``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from icl.crosscheck import attach, crosscheck, lobe_mask
 from icl.halo.cases import FIRST_DARK, Condition, HaloCase, ResearchCard, load_cases
+from icl.halo.evaluate import TERMS
 from icl.halo.ring import measure_ring, polar_grid, polar_profile, wick_centre
+from icl.halo.variants import TEST_VARIANTS, build_test_split
 from icl.io import atomic_write_bytes, write_json, write_manifest, write_npz
+from icl.keys import ReleaseKey, write_key
 from icl.optics import RenderResult, render
 
 RELEASE_FORMAT = "icl-halo-release/1"
@@ -92,6 +102,9 @@ def build_reference(cond: Condition) -> Reference:
                         "anchor": "measured wick of each source (expected wick when it has no flux)",
                         "units": "flux per pixel, bilinear between pixel centres; null outside the window",
                         "profiles": profiles}}
+    lobes = [(s["wick_arcmin"] or s["expected_wick_arcmin"], s["main_lobe_radius_arcmin"]) for s in sources]
+    attach(record, crosscheck(cond.scene, res.components, {k: s for k, (_, s) in TERMS.items()},
+                              halo_mask=lobe_mask(axis, lobes)))
     return Reference(cond, res, record)
 
 
@@ -137,10 +150,13 @@ def public_document(cases: list[HaloCase], research: list[ResearchCard], axis: n
 
 PUBLIC_README = """# ICL-Bench halo release: public part
 
-`halo_cases.json` holds 14 paired cases (28 conditions, `H01_a` ... `H14_b`) and 6 research cards
-(`R15`-`R20`, not scored, no answers exist). Each condition gives a complete scene: sources (position in
-arcmin, flux, spectrum, point or uniform disk), the thin-phase eye (pupil diameter, myopic excess, ICL
-power, cylinder, decentre, optic zone, hole) and the detector (512 x 512 pixels of 4 arcsec).
+`halo_cases.json` is the development split: 14 paired cases (28 conditions, `H01_a` ... `H14_b`) and 6
+research cards (`R15`-`R20`, not scored, no answers exist). `halo_cases_test.json`, when present, is the
+held-out test split in the same format: variants of the same 14 cases (`H01_t1_a`, `H01_t1_b`, ...) at other
+places and parameters, both conditions of a pair always together. Each condition gives a complete scene:
+sources (position in arcmin, flux, spectrum, point or uniform disk), the thin-phase eye (pupil diameter,
+myopic excess, ICL power, cylinder, decentre, optic zone, hole) and the detector (512 x 512 pixels of 4
+arcsec). The model below is all that is needed to compute every answer from this folder.
 
 ## Coordinates
 Fixation is (0, 0) arcmin; +x right, +y up. Arrays are indexed `[row, column]` with row growing with +y
@@ -149,20 +165,64 @@ and column with +x; pixel centres lie at `(j - 255.5) * 4` arcsec, listed in `gr
 units of the source flux. No recentring, no per-image exposure; light that falls outside the window is
 lost, never wrapped to the other side.
 
+## The thin-phase model
+Pupil plane: (u, v) in metres at the entrance pupil, +u along +x, +v along +y, origin at the pupil centre.
+The complex pupil at wavelength lambda (m) is `P(u) = A(u) exp(2 pi i W(u) / lambda)`, with `A = 1` inside the
+pupil disk of diameter `diameter_mm` and 0 outside, and the wavefront W in metres (no dispersion: the same
+W at every wavelength):
+
+* eye, over the whole pupil: `W_eye = -(K_eye / 2) |u|^2`, `K_eye = eye_excess_d` (1/m);
+* ICL, inside the optic zone (disk of `optic_zone_mm` centred on the decentre `c = decentre_mm`) and outside
+  its hole: `W_icl = -(K / 2) |u - c|^2 - (C / 2) d^2`, `K = power_d`, `C = cylinder_d`,
+  `d = -(u - c_u) sin(alpha) + (v - c_v) cos(alpha)`, `alpha = axis_deg` counter-clockwise from +x;
+* hole (disk of `hole_mm` centred on c): `clear` keeps the eye term only, `black` sets A = 0,
+  `index_matched` acts as the optic. Outside the optic zone only the eye term acts.
+
+Far field: `E(theta) = (1 / lambda) FT[P](theta / lambda)` with `FT[P](f) = integral P(u) exp(-2 pi i f.u) du`,
+theta the angle in radians (1 arcmin = pi / 10800 rad) on the detector's tangent plane. The intensity of a
+point source of flux F with spectral weights w is `F sum_lambda w_lambda |E_lambda(theta)|^2 / (pi D^2 / 4)`
+per steradian: an unobstructed pupil sends the whole source flux into the plane. With this sign convention
+a linear wavefront `W = a.u` moves the pattern to `theta = +a`.
+
+Sources: the model is isoplanatic. A point source at (x, y) arcmin gives the on-axis pattern translated
+to (x, y); a uniform disk is the point pattern convolved with a uniform disk of `diameter_arcmin`;
+several wavelengths add as intensities; several sources add linearly, one component each.
+
+Sign convention of a decentred optic: the ray through the pupil centre is deflected by `K c` (Prentice),
+so the whole pattern moves by `K c`. Example: `power_d` -8 D decentred +0.2 mm in x moves the pattern by
+-1.6 mrad = -5.5004 arcmin in x (towards -x), and the ring stays concentric with the wick.
+
 ## What to return
 A folder with one `<condition>.npz` per condition holding `components` (float [n_sources, 512, 512], one
 per source in the scene's order), `scene` (their sum) and `angular_pixel_arcsec` (4.0). Negative values,
 NaN/Inf, energy gain, a wrong shape or pitch, or a scene that is not the sum of its components make that
-condition score 0; a missing condition scores 0 and still counts.
+condition score 0; a missing condition scores 0 and still counts. Development and test conditions have
+different names and may share one folder; each split is scored on its own conditions.
 
 Structured predictions of the items in `prediction_items` follow `prediction.schema.json` of the package
 (`icl halo-validate-prediction FILE` checks one). The automatic score reads the arrays only; it is called
 `halo_development_score` and is not a clinical accuracy.
 """
 
+SPLITS = ("dev", "test")
+
+
+def split_paths(split: str) -> tuple[str, str]:
+    """Public case file and private answer folder of a split, relative to the release folder.
+
+    The development split keeps its original places (``public/halo_cases.json``, ``private/``); the test
+    split's inputs lie beside them and its answers only under ``private/test/``.
+    """
+    if split == "dev":
+        return "public/halo_cases.json", "private"
+    if split == "test":
+        return "public/halo_cases_test.json", "private/test"
+    raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+
 
 def generate(output: str | Path, gallery: bool = True, progress: bool = True,
-             cases_directory: str | Path | None = None, scheduler: str | None = None, workers: int = 1) -> dict:
+             cases_directory: str | Path | None = None, scheduler: str | None = None, workers: int = 1,
+             test_variants: int = TEST_VARIANTS, seed: int | None = None, key: ReleaseKey | None = None) -> dict:
     """Write the release to ``output`` and return its manifest.
 
     Parameters
@@ -170,7 +230,7 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
     output : path
         Release folder (created; existing files of the same names are replaced).
     gallery : bool
-        Also draw the evaluator-only gallery.
+        Also draw the evaluator-only gallery (development split).
     progress : bool
         Show progress bars on stderr.
     cases_directory : path, optional
@@ -178,33 +238,55 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
     scheduler, workers :
         Where the independent renders and figures run (see :func:`icl.parallel.run_tasks`); the
         release is bit-identical whichever is chosen.
+    test_variants : int
+        Keyed variants per case in the held-out test split (0: development split only).
+    seed, key :
+        The release key (:mod:`icl.keys`): with neither, a fresh secret key; ``seed`` makes a public
+        development release whose test answers anyone can rebuild (``answers_rebuildable: true``).
+        The development split does not depend on the key.
 
     """
     from icl.parallel import run_tasks
 
+    if key is None:
+        key = ReleaseKey.new() if seed is None else ReleaseKey.from_seed(seed)
+    elif seed is not None:
+        raise ValueError("give a seed or a key, not both")
     out = Path(output)
     cases, research = load_cases(cases_directory)
-    conds = [c for case in cases for c in case.conditions]
+    test = build_test_split(cases, key, test_variants)
+    splits = {"dev": cases, "test": test} if test else {"dev": cases}
+    conds = [c for split in splits.values() for case in split for c in case.conditions]
     results = run_tasks(build_reference, conds, scheduler=scheduler, workers=workers,
                         description="render conditions", quiet=not progress)
-    refs: dict[str, Reference] = {}
-    for cond, ref in zip(conds, results):
-        refs[cond.id] = ref
-        write_npz(out / "private" / f"{cond.id}.npz", components=ref.result.components,
-                  scene=ref.result.scene, angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
-                  x_arcmin=ref.result.x_arcmin, y_arcmin=ref.result.y_arcmin)
-        write_json(out / "private" / f"{cond.id}.json", ref.record)
-    axis = next(iter(refs.values())).result.x_arcmin
-    write_json(out / "public" / "halo_cases.json", public_document(cases, research, axis))
+    refs: dict[str, Reference] = dict(zip((c.id for c in conds), results, strict=True))
+    axis = results[0].result.x_arcmin
+    manifest_splits = {}
+    for name, split_cases in splits.items():
+        public, private = split_paths(name)
+        for case in split_cases:
+            for cond in case.conditions:
+                ref = refs[cond.id]
+                write_npz(out / private / f"{cond.id}.npz", components=ref.result.components,
+                          scene=ref.result.scene, angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
+                          x_arcmin=ref.result.x_arcmin, y_arcmin=ref.result.y_arcmin)
+                write_json(out / private / f"{cond.id}.json", ref.record)
+        write_json(out / public, public_document(split_cases, research if name == "dev" else [], axis))
+        manifest_splits[name] = {"public": public, "private": private, "cases": [c.id for c in split_cases]}
+    if test:
+        manifest_splits["test"]["variants_per_case"] = test_variants
     atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
+    write_key(out, key)
     if gallery:
-        from icl.halo.gallery import case_png, write_gallery
+        from icl.halo.gallery import case_figure, write_gallery
 
         tasks = [(case, {c.id: refs[c.id] for c in case.conditions}) for case in cases]
-        pngs = run_tasks(case_png, tasks, scheduler=scheduler, workers=workers, description="draw gallery",
-                         quiet=not progress)
-        write_gallery(out / "gallery", cases, {case.id: png for case, png in zip(cases, pngs)})
+        figures = run_tasks(case_figure, tasks, scheduler=scheduler, workers=workers, description="draw gallery",
+                            quiet=not progress)
+        write_gallery(out / "gallery", cases, {case.id: png for case, (png, _) in zip(cases, figures)}, refs,
+                      {case.id: geo for case, (_, geo) in zip(cases, figures)})
     return write_manifest(out, {"format": RELEASE_FORMAT, "gallery": gallery,
                                 "parameters": {"n": 512, "angular_pixel_arcsec": 4.0,
                                                "cases": [c.id for c in cases],
-                                               "research_cards": [r.id for r in research]}})
+                                               "research_cards": [r.id for r in research]},
+                                "splits": manifest_splits, **key.manifest_fields()})
