@@ -17,7 +17,7 @@ import pytest
 from icl.sandbox import cgroups
 from icl.sandbox.boards import board_entry
 from icl.sandbox.cgroups import RunGroup
-from icl.sandbox.fstree import scan
+from icl.sandbox.fstree import remove_tree, scan
 from icl.sandbox.harness import SANDBOX_UID, Limits, RunRecord, available_mechanisms, run_submission
 
 HOSTILE = Path(__file__).parent / "hostile_submissions"
@@ -124,7 +124,10 @@ def test_deep_submission_is_refused_not_a_crash(io, tmp_path: Path) -> None:
         fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
         os.close(old)
     os.close(fd)
-    rec = run_submission(sub, io["input"], io["output"], limits=SMALL)
+    try:
+        rec = run_submission(sub, io["input"], io["output"], limits=SMALL)
+    finally:
+        remove_tree(sub)  # pytest's own clean-up of old temporary folders recurses
     assert rec.violations == ["submission_tree"] and rec.exit_status is None and "deeper than" in rec.messages[0]
 
 

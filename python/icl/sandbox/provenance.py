@@ -46,6 +46,8 @@ THRESHOLD = 0.5
 MIN_TOKENS = 200
 #: k-grams repeating with a period up to this many characters are ignored (tables, repeated statements).
 PERIODIC = 12
+#: References examined per file for the pair evidence (those sharing the most fingerprints).
+PAIRS_EXAMINED = 6
 #: Files smaller than this are not compared by hash (empty ``__init__.py`` and the like).
 MIN_HASH_BYTES = 256
 #: Bounds of the scan: bytes of one code file, bytes of code in all, bytes hashed, entries walked.
@@ -73,15 +75,19 @@ def _language(name: str, head: bytes) -> str | None:
     return None
 
 
-def _filtered(name: str, text: str, language: str) -> str:
-    """copydetect's token stream of ``text``: identifiers as V/F/O, strings as S, layout and comments gone."""
+@lru_cache(maxsize=4096)
+def _filtered(text: str, language: str) -> str:
+    """copydetect's token stream of ``text``: identifiers as V/F/O, strings as S, layout and comments gone.
+
+    Kept per process by content (the frozen code of a submission is scanned once per run).
+    """
     import logging
 
     from copydetect.utils import filter_code
 
     logging.getLogger().disabled, was = True, logging.getLogger().disabled  # copydetect warns per file
     try:
-        return filter_code(text, name, language)[0]
+        return filter_code(text, "code", language)[0]
     finally:
         logging.getLogger().disabled = was
 
@@ -90,7 +96,7 @@ def _fingerprint(name: str, text: str, language: str, filtered: str | None = Non
     from copydetect import CodeFingerprint
 
     if filtered is None:
-        filtered = _filtered(name, text, language)
+        filtered = _filtered(text, language)
     return CodeFingerprint(name, K, WINDOW, fp=io.StringIO(filtered), filter=False)
 
 
@@ -105,7 +111,7 @@ def _cached_filtered(path: str, data: bytes, language: str) -> str:
         return cache.read_text("utf-8")
     except (OSError, UnicodeDecodeError):
         pass
-    text = _filtered(path, data.decode("utf-8", "replace"), language)
+    text = _filtered(data.decode("utf-8", "replace"), language)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
@@ -238,7 +244,12 @@ def compare_code(name: str, text: str, language: str) -> dict[str, Any]:
     coverage = max(fp.token_coverage, 1)
     pairs = []
     if shared:
-        for d in docs:
+        # Token counts only for the references sharing the most fingerprints (the evidence shows three).
+        overlaps = sorted(((len(fp.hashes & d.fp.hashes), i) for i, d in enumerate(docs)), reverse=True)
+        for n, i in overlaps[:PAIRS_EXAMINED]:
+            if not n:
+                break
+            d = docs[i]
             both = fp.hashes & d.fp.hashes
             if both:
                 c_sub, c_ref = _copied(fp, both), _copied(d.fp, both)
