@@ -1,0 +1,168 @@
+"""``icl calibrate TRACK``: run every baseline of a track and write its calibration report."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import click
+
+TRACKS = ("pro", "halo", "patient", "forensics")
+
+
+def _commit() -> str:
+    """Return the working tree's commit (``+dirty`` with uncommitted changes), or ``unknown``."""
+    here = Path(__file__).parent
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
+@click.command("calibrate")
+@click.argument("track", type=click.Choice(TRACKS))
+@click.option(
+    "--release",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The track's release (patient: the demo set). Default: build the default development "
+    "release into WORK/release.",
+)
+@click.option(
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Report folder: TRACK.md, TRACK.json and figures.",
+)
+@click.option(
+    "--work",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Scratch folder for baseline submissions and runs.",
+)
+@click.option("--split", default=None, help="Split to score (halo: dev; pro: test).")
+@click.option(
+    "--replicates",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(10, 100000),
+    help="Bootstrap replicates of the rank-stability analysis.",
+)
+@click.option(
+    "--runs", default=3, show_default=True, type=click.IntRange(1, 3), help="Pro: runs per baseline."
+)
+@click.option(
+    "--per-template", default=4, show_default=True, type=int, help="Pro: test instances per template."
+)
+@click.option(
+    "--raster",
+    default=256,
+    show_default=True,
+    type=click.IntRange(64, 512),
+    help="Patient: raster size per axis of the scoring frame.",
+)
+def calibrate(
+    track: str,
+    release: Path | None,
+    output: Path,
+    work: Path,
+    split: str | None,
+    replicates: int,
+    runs: int,
+    per_template: int,
+    raster: int,
+) -> None:
+    """Run every baseline of TRACK (pro, halo, patient, forensics) and write the calibration report."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from icl.calibrate import core, report
+
+    work.mkdir(parents=True, exist_ok=True)
+    context = {"commit": _commit(), "command": f"icl calibrate {track}"}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    ) as bar:
+        if release is None:
+            release = _default_release(track, work / "release", bar)
+            context["release"] = f"default development release built into {release} (answers rebuildable)"
+        else:
+            context["release"] = str(release)
+        table, extra = _run(track, release, work, split, runs, per_template, raster, bar)
+        context |= extra
+        task = bar.add_task(f"{track}: bootstrap", total=replicates)
+        cal = core.calibration(table, replicates, progress=lambda k: bar.advance(task))
+    files = report.write(cal, output, context)
+    click.echo(f"calibration report: {files['markdown']} ({', '.join(cal['order'])})")
+
+
+def _default_release(track: str, folder: Path, bar) -> Path:
+    from icl.io import prepare_output_dir
+
+    if (folder / "manifest.json").is_file():
+        return folder
+    prepare_output_dir(folder, force=True)
+    task = bar.add_task(f"{track}: building the default release", total=None)
+    if track == "halo":
+        from icl.halo.release import generate
+
+        generate(folder, gallery=False, progress=False, test_variants=0, seed=0)
+    elif track == "patient":
+        from icl.patient.demo import build_demo
+
+        build_demo(folder)
+    elif track == "forensics":
+        from icl.forensics.generate import DEFAULT_SEED, write_release
+
+        write_release(folder, DEFAULT_SEED)
+    else:
+        from icl.pro.generate import generate
+
+        generate(folder, per_template=8, seed=7, progress=False)
+    bar.update(task, total=1, completed=1)
+    return folder
+
+
+def _run(
+    track: str, release: Path, work: Path, split: str | None, runs: int, per_template: int, raster: int, bar
+):
+    if track == "halo":
+        from icl.calibrate import halo
+
+        task = bar.add_task(
+            "halo: baselines and perturbations", total=len(halo.BASELINES) + len(halo.PERTURBATIONS)
+        )
+        table, _ = halo.run(release, work / "halo", split or "dev", advance=lambda _n: bar.advance(task))
+        return table, {"split": split or "dev"}
+    if track == "patient":
+        from icl.calibrate import patient
+
+        task = bar.add_task("patient: predictions and controls", total=2 + len(patient.CONTROLS))
+        table, _ = patient.run(release, work / "patient", advance=lambda _n: bar.advance(task), raster=raster)
+        return table, {"data": "FICTIONAL demo set (no real patient)", "raster": raster}
+    if track == "forensics":
+        from icl.calibrate import forensics
+
+        task = bar.add_task("forensics: detectors", total=len(forensics.DETECTORS))
+        table, _ = forensics.run(release, work / "forensics", advance=lambda _n: bar.advance(task))
+        return table, {}
+    from icl.calibrate import pro
+
+    table, extra = pro.run(
+        release, work / "pro", runs=runs, per_template=per_template, split=split or "test", bar=bar
+    )
+    return table, extra
+
+
+COMMANDS = [calibrate]
