@@ -26,12 +26,12 @@ COMMAND_MODULES = (
     "icl.demo",
     "icl.imaging.cli",
     "icl.review.cli",
-    "icl.calibrate.cli",
+    "icl.sandbox.cli",
 )
 
 
 # Path parameters that name what a command writes; every other path parameter is an input.
-OUTPUT_PARAMS = frozenset({"output", "output_dir", "logs_dir", "work", "png", "figure"})
+OUTPUT_PARAMS = frozenset({"output", "output_dir", "logs_dir", "work", "png", "figure", "score_file"})
 
 
 def _guarded(cmd: click.Command) -> Callable[..., Any]:
