@@ -185,8 +185,8 @@ def test_h_disk_filling_is_bounded(layout, mechanism: str) -> None:
     assert {"file_size", "output_size"} <= set(rec.violations) and not rec.ok
     # The watchdog looks every 0.25 s; the program could have written 64 x 4 MiB = 256 MiB unchecked ...
     assert SMALL.output_bytes < rec.output_scan["apparent_bytes"] < 256 * 1024**2
-    # ... but only files within the byte budget are hashed and kept.
-    assert sum(p.stat().st_size for p in out.iterdir()) <= SMALL.output_bytes
+    # ... but only the first 16 MiB (in path order) are hashed and kept, for diagnosis.
+    assert sum(p.stat().st_size for p in out.iterdir()) <= 16 * 1024**2
     assert set(rec.artifacts) == {p.name for p in out.iterdir()}
 
 

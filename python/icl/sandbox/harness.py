@@ -57,6 +57,9 @@ SANDBOX_GID = 65534
 #: How often the watchdog looks at the clock, the memory and process counters, and the output.
 POLL_S = 0.05
 OUTPUT_POLL_S = 0.25
+#: What is still hashed and kept of an OUTPUT past its size or entry limit (for diagnosis only).
+DIAGNOSTIC_BYTES = 16 * 1024**2
+DIAGNOSTIC_ENTRIES = 1000
 #: Where the run's folders are staged (a neutral path: it is what the sandbox's mount table shows).
 STAGING_ENV = "ICL_SANDBOX_STAGING"
 #: Patterns in the program's stderr that name a refused allocation or fork (the kernel reports the
@@ -741,12 +744,19 @@ def _collect(record: RunRecord, limits: Limits, staged_out: Path, output_dir: Pa
     passed = _output_check(record, limits, staged_out)
     if passed is not None and passed not in record.violations:
         _violate_output(record, limits, passed, "after exit")
-    got = collect_output(staged_out, output_dir, max_bytes=limits.output_bytes, max_entries=limits.output_entries,
+    max_bytes, max_entries = limits.output_bytes, limits.output_entries
+    if {"output_size", "output_entries"} & set(record.violations):
+        # Past the caps only the first few files are read, for diagnosis: hashing up to the cap would cost
+        # seconds per GiB for a run that scores 0 anyway (six sparse 1 GiB files once took 47 s).
+        max_bytes, max_entries = min(max_bytes, DIAGNOSTIC_BYTES), min(max_entries, DIAGNOSTIC_ENTRIES)
+        record.messages.append(f"OUTPUT past its limits: at most {max_bytes} bytes in {max_entries} entries "
+                               "were hashed and kept")
+    got = collect_output(staged_out, output_dir, max_bytes=max_bytes, max_entries=max_entries,
                          max_depth=limits.output_depth, owner=owner if os.geteuid() == 0 else None)
     record.artifacts = got.artifacts
     for rel in got.refused[:20]:
         record._violate("output_entry", f"{rel}: link, hard link or special file in OUTPUT not kept")
-    if got.unhashed and "output_size" not in record.violations:
+    if got.unhashed and not {"output_size", "output_entries"} & set(record.violations):
         record._violate("output_size", f"{len(got.unhashed)} file(s) past the {limits.output_bytes}-byte budget "
                         "were neither hashed nor kept")
 
