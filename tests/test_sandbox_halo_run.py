@@ -12,7 +12,6 @@ from icl.errors import InputError
 from icl.sandbox.boards import board_entry
 from icl.sandbox.cli import run_halo
 from icl.sandbox.harness import available_mechanisms
-
 from test_halo_release import shared_release
 
 HOSTILE = Path(__file__).parent / "hostile_submissions"
@@ -34,10 +33,18 @@ def fake_release(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("mechanism", available_mechanisms())
-def test_from_scratch_halo_submission_gets_neither_the_package_nor_the_answers(fake_release, tmp_path,
-                                                                                 mechanism: str) -> None:
-    got = run_halo(fake_release, HOSTILE / "halo_snoop", tmp_path / "pred", cpus=1, memory="1G", timeout_s=60,
-                   mechanism=mechanism)
+def test_from_scratch_halo_submission_gets_neither_the_package_nor_the_answers(
+    fake_release, tmp_path, mechanism: str
+) -> None:
+    got = run_halo(
+        fake_release,
+        HOSTILE / "halo_snoop",
+        tmp_path / "pred",
+        cpus=1,
+        memory="1G",
+        timeout_s=60,
+        mechanism=mechanism,
+    )
     rec = got["record"]
     assert rec["ok"] and rec["track"] == rec["effective_track"] == "from-scratch"
     seen = json.loads((tmp_path / "pred" / "snoop.json").read_text())
@@ -59,9 +66,26 @@ def test_halo_run_needs_a_public_folder(tmp_path: Path) -> None:
 def test_reference_assisted_run_is_scored_on_its_board(tmp_path_factory, tmp_path: Path) -> None:
     release = shared_release(tmp_path_factory)
     score = tmp_path / "score.json"
-    res = CliRunner().invoke(main, ["halo-run", "--release", str(release), "--submission",
-                                    str(HOSTILE / "halo_reference"), "--output", str(tmp_path / "pred"),
-                                    "--cpus", "1", "--memory", "2G", "--timeout", "300", "--score", str(score)])
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-run",
+            "--release",
+            str(release),
+            "--submission",
+            str(HOSTILE / "halo_reference"),
+            "--output",
+            str(tmp_path / "pred"),
+            "--cpus",
+            "1",
+            "--memory",
+            "2G",
+            "--timeout",
+            "300",
+            "--score",
+            str(score),
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)
     assert summary["track"] == summary["effective_track"] == "reference-assisted"
@@ -72,8 +96,15 @@ def test_reference_assisted_run_is_scored_on_its_board(tmp_path_factory, tmp_pat
     assert doc["run"]["ok"] and doc["run"]["track"] == "reference-assisted"
 
     # Declared from-scratch, the same program cannot import the package: the run fails and scores 0.
-    got = run_halo(release, HOSTILE / "halo_reference", tmp_path / "pred2", track="from-scratch", cpus=1,
-                   memory="1G", timeout_s=120)
+    got = run_halo(
+        release,
+        HOSTILE / "halo_reference",
+        tmp_path / "pred2",
+        track="from-scratch",
+        cpus=1,
+        memory="1G",
+        timeout_s=120,
+    )
     rec = got["record"]
     assert not rec["ok"] and "No module named 'icl'" in Path(rec["logs"]["dir"], "stderr.log").read_text()
     assert board_entry("h", 0.0, [rec])["boards"] == {"from-scratch": {"score": 0.0, "reason": ""}}

@@ -25,11 +25,18 @@ from hostile_submissions.vendored import build as build_vendored  # noqa: E402
 
 HOSTILE = Path(__file__).parent / "hostile_submissions"
 MECHANISMS = available_mechanisms()
-SMALL = Limits(cpus=1, memory_bytes=1024**3, timeout_s=60.0, processes=64, file_bytes=64 * 1024**2,
-               tmp_bytes=16 * 1024**2, output_bytes=64 * 1024**2)
+SMALL = Limits(
+    cpus=1,
+    memory_bytes=1024**3,
+    timeout_s=60.0,
+    processes=64,
+    file_bytes=64 * 1024**2,
+    tmp_bytes=16 * 1024**2,
+    output_bytes=64 * 1024**2,
+)
 VENDORED_RUN = """#!/bin/sh
 # Hostile: declared from-scratch, imports a renamed, reformatted copy of the reference package.
-PYTHONPATH=/submission/source exec python3 -c 'import optikit, sys; open(sys.argv[2] + "/ran.txt", "w").write("ok")' x "$1" "$2"
+PYTHONPATH=/submission/source exec python3 -c 'import optikit' && echo ran > "$2/ran.txt"
 """
 
 
@@ -50,11 +57,15 @@ def test_from_scratch_cannot_import_the_package_reference_assisted_can(io, mecha
     seen = {}
     for track in ("from-scratch", "reference-assisted"):
         out = io["output"].with_name(track)
-        rec = run_submission(HOSTILE / "probe", io["input"], out, limits=SMALL, mechanism=mechanism, track=track)
+        rec = run_submission(
+            HOSTILE / "probe", io["input"], out, limits=SMALL, mechanism=mechanism, track=track
+        )
         assert rec.ok and rec.track == rec.effective_track == track
         seen[track] = json.loads((out / "probe.json").read_text())
     assert seen["from-scratch"]["numpy"] == seen["from-scratch"]["scipy"] == "imported"
-    assert seen["from-scratch"]["icl"].startswith("refused") and seen["from-scratch"]["icl._core"].startswith("refused")
+    assert seen["from-scratch"]["icl"].startswith("refused") and seen["from-scratch"]["icl._core"].startswith(
+        "refused"
+    )
     assert seen["reference-assisted"]["icl"] == seen["reference-assisted"]["icl._core"] == "imported"
     for track in seen:  # only the allow-list: test tools and the scanner are not there
         assert seen[track]["pytest"].startswith("refused") and seen[track]["copydetect"].startswith("refused")
@@ -90,18 +101,23 @@ def test_vendored_package_is_moved_to_reference_assisted_and_scores_0_on_from_sc
     ev = rec.track_evidence
     assert len(ev["hits"]) >= 50 and ev["hash_matches"] == []  # found by similarity alone: nothing byte-equal
     top = ev["code"][0]
-    assert top["similarity"] >= 0.9 and top["pairs"][0]["reference"].startswith(str(Path(icl.__file__).parent))
+    assert top["similarity"] >= 0.9 and top["pairs"][0]["reference"].startswith(
+        str(Path(icl.__file__).parent)
+    )
     assert "declared from-scratch, counted as reference-assisted" in rec.messages[0]
     # The run itself was not refused (the copy lacks the compiled core, so it fails to import: either way)
     # and the evidence is in the written record.
     written = json.loads((Path(rec.logs["dir"]) / "run_record.json").read_text())
-    assert written["effective_track"] == "reference-assisted" and written["track_evidence"]["hits"] == ev["hits"]
+    assert (
+        written["effective_track"] == "reference-assisted" and written["track_evidence"]["hits"] == ev["hits"]
+    )
     entry = board_entry("vendor", 98.75, [written])
     assert entry["boards"]["from-scratch"]["score"] == 0.0
     assert "reference-assisted" in entry["boards"]["from-scratch"]["reason"]
     assert entry["boards"]["reference-assisted"]["score"] == 98.75
-    boards = leaderboards([entry, board_entry("honest", 45.0, [{"track": "from-scratch",
-                                                                   "effective_track": "from-scratch"}])])
+    boards = leaderboards(
+        [entry, board_entry("honest", 45.0, [{"track": "from-scratch", "effective_track": "from-scratch"}])]
+    )
     assert [r["name"] for r in boards["from-scratch"]] == ["honest", "vendor"]
     assert [r["name"] for r in boards["reference-assisted"]] == ["vendor"]
 
@@ -127,8 +143,9 @@ def test_compiled_core_is_found_by_hash_under_any_name(tmp_path: Path) -> None:
     (sub / "run").write_text("#!/bin/sh\nexit 0\n")
     track, ev = classify_track(sub)
     assert track == "reference-assisted"
-    assert ev["hash_matches"] == [{"file": "source/fast/kernels.so", "reference": str(core),
-                                   "sha256": ev["hash_matches"][0]["sha256"]}]
+    assert ev["hash_matches"] == [
+        {"file": "source/fast/kernels.so", "reference": str(core), "sha256": ev["hash_matches"][0]["sha256"]}
+    ]
 
 
 def test_a_module_in_a_zip_is_found(tmp_path: Path) -> None:
@@ -149,17 +166,27 @@ def test_honest_solvers_run_from_scratch_and_stay_there(io, name: str) -> None:
     assert rec.ok, (rec.messages, (Path(rec.logs["dir"]) / "stderr.log").read_text()[-2000:])
     assert rec.track == rec.effective_track == "from-scratch" and rec.track_evidence["hits"] == []
     assert validate_results(io["output"]).issues == []
-    assert board_entry(name, 45.0, [rec.to_dict()])["boards"] == {"from-scratch": {"score": 45.0, "reason": ""}}
+    assert board_entry(name, 45.0, [rec.to_dict()])["boards"] == {
+        "from-scratch": {"score": 45.0, "reason": ""}
+    }
 
 
 def test_manifest_track_is_required_and_read(tmp_path: Path, io) -> None:
     sub = tmp_path / "sub"
     shutil.copytree(HOSTILE / "probe", sub)
-    manifest = {"format": "icl-pro-submission/1", "model": {"name": "m", "version": "1", "description": "d"},
-                "tools": [], "versions": {"submission": "1"}, "dependencies": [], "random_seeds": {},
-                "compute_budget": {"cpus": 1, "memory_gb": 1, "build_minutes": 0, "run_minutes_per_case": 1}}
+    manifest = {
+        "format": "icl-pro-submission/1",
+        "model": {"name": "m", "version": "1", "description": "d"},
+        "tools": [],
+        "versions": {"submission": "1"},
+        "dependencies": [],
+        "random_seeds": {},
+        "compute_budget": {"cpus": 1, "memory_gb": 1, "build_minutes": 0, "run_minutes_per_case": 1},
+    }
     (sub / "manifest.json").write_text(json.dumps(manifest))
-    issues = [(i.file, i.field, i.message) for i in validate_submission(sub).issues if i.file == "manifest.json"]
+    issues = [
+        (i.file, i.field, i.message) for i in validate_submission(sub).issues if i.file == "manifest.json"
+    ]
     assert issues == [("manifest.json", "track", 'missing: declare "from-scratch" or "reference-assisted"')]
     (sub / "manifest.json").write_text(json.dumps({**manifest, "track": "open"}))
     assert [i.field for i in validate_submission(sub).issues if i.file == "manifest.json"] == ["track"]

@@ -76,8 +76,12 @@ class _Rename(ast.NodeTransformer):
         self.generic_visit(node)
         node.name = self._n(node.name)
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(getattr(body[0], "value", None), ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
         return node
 
@@ -102,12 +106,20 @@ def build(dest: Path, run_text: str) -> Path:
     pkg = Path(icl.__file__).parent
     files = sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts)
     trees = [ast.parse(p.read_text("utf-8")) for p in files]
-    modules = {part: "m" + _new(part)[1:] for p in files for part in p.relative_to(pkg).with_suffix("").parts
-               if part != "__init__"}
+    modules = {
+        part: "m" + _new(part)[1:]
+        for p in files
+        for part in p.relative_to(pkg).with_suffix("").parts
+        if part != "__init__"
+    }
     renamer = _Rename(_defined(trees), modules)
-    for path, tree in zip(files, trees):
+    for path, tree in zip(files, trees, strict=True):
         body = tree.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(getattr(body[0], "value", None), ast.Constant)
+        ):
             tree.body = body[1:] or [ast.Pass()]
         rel = path.relative_to(pkg)
         parts = [modules.get(p, p) for p in rel.with_suffix("").parts]

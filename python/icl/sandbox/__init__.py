@@ -18,5 +18,13 @@ from icl.sandbox.harness import (
     tree_sha256,
 )
 
-__all__ = ["SANDBOX_GID", "SANDBOX_UID", "Limits", "RunRecord", "available_mechanisms", "parse_size",
-           "run_submission", "tree_sha256"]
+__all__ = [
+    "SANDBOX_GID",
+    "SANDBOX_UID",
+    "Limits",
+    "RunRecord",
+    "available_mechanisms",
+    "parse_size",
+    "run_submission",
+    "tree_sha256",
+]

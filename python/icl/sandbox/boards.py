@@ -15,7 +15,7 @@ from icl.sandbox.layout import TRACKS
 
 
 def declared_track(records: Iterable[Mapping[str, Any]]) -> str:
-    """The track the runs were declared for (from-scratch unless every record says otherwise)."""
+    """Return the track the runs were declared for (from-scratch unless every record says otherwise)."""
     tracks = {r.get("track", "from-scratch") for r in records}
     return "reference-assisted" if tracks == {"reference-assisted"} else "from-scratch"
 
@@ -53,10 +53,19 @@ def board_entry(name: str, score: float, records: list[Mapping[str, Any]]) -> di
         if track == "from-scratch":
             boards["from-scratch"] = {"score": score, "reason": ""}
         else:
-            evidence = next((r.get("track_evidence") or {} for r in records
-                             if r.get("effective_track") == "reference-assisted"), {})
-            boards["from-scratch"] = {"score": 0.0, "reason": "counted as reference-assisted: "
-                                      + str(evidence.get("summary", "reference code found"))}
+            evidence = next(
+                (
+                    r.get("track_evidence") or {}
+                    for r in records
+                    if r.get("effective_track") == "reference-assisted"
+                ),
+                {},
+            )
+            boards["from-scratch"] = {
+                "score": 0.0,
+                "reason": "counted as reference-assisted: "
+                + str(evidence.get("summary", "reference code found")),
+            }
     if track == "reference-assisted":
         boards["reference-assisted"] = {"score": score, "reason": ""}
     return {"name": name, "declared_track": declared, "track": track, "boards": boards}

@@ -32,7 +32,7 @@ PREFIX = "icl-sandbox-"
 
 
 def _own_paths(proc_cgroup: str) -> dict[str, str]:
-    """Controller (``memory``, ``pids``, or ``""`` for v2) -> the group path in ``/proc/self/cgroup``."""
+    """Map each controller (``memory``, ``pids``, ``""`` for v2) to its group in ``/proc/self/cgroup``."""
     out: dict[str, str] = {}
     for line in proc_cgroup.splitlines():
         parts = line.split(":", 2)
@@ -43,7 +43,7 @@ def _own_paths(proc_cgroup: str) -> dict[str, str]:
 
 
 def _read_int(path: Path, key: str | None = None) -> int | None:
-    """An integer file (``max`` reads as None), or the value of ``key`` in a ``key value`` file."""
+    """Read an integer file (``max`` reads as None), or the value of ``key`` in a ``key value`` file."""
     try:
         text = path.read_text()
     except OSError:
@@ -83,8 +83,9 @@ class RunGroup:
         return f"cgroup-{self.version}"
 
     @classmethod
-    def create(cls, memory_bytes: int, processes: int, root: Path = CGROUP_ROOT,
-               proc_cgroup: str | None = None) -> RunGroup | None:
+    def create(
+        cls, memory_bytes: int, processes: int, root: Path = CGROUP_ROOT, proc_cgroup: str | None = None
+    ) -> RunGroup | None:
         """Make a fresh group with these limits; None when this host offers no usable cgroup.
 
         Parameters
@@ -108,13 +109,16 @@ class RunGroup:
         name = PREFIX + secrets.token_hex(6)
         if (root / "cgroup.controllers").is_file():
             return cls._create_v2(root, own.get("", "/"), name, memory_bytes, processes)
-        if (root / "memory" / "memory.usage_in_bytes").is_file() and (root / "pids" / "cgroup.procs").is_file():
+        if (root / "memory" / "memory.usage_in_bytes").is_file() and (
+            root / "pids" / "cgroup.procs"
+        ).is_file():
             return cls._create_v1(root, own, name, memory_bytes, processes)
         return None
 
     @classmethod
-    def _create_v1(cls, root: Path, own: dict[str, str], name: str, memory_bytes: int,
-                   processes: int) -> RunGroup | None:
+    def _create_v1(
+        cls, root: Path, own: dict[str, str], name: str, memory_bytes: int, processes: int
+    ) -> RunGroup | None:
         mem = root / "memory" / own.get("memory", "/").lstrip("/") / name
         pids = root / "pids" / own.get("pids", "/").lstrip("/") / name
         try:
@@ -131,7 +135,9 @@ class RunGroup:
         return cls("v1", mem, pids)
 
     @classmethod
-    def _create_v2(cls, root: Path, own: str, name: str, memory_bytes: int, processes: int) -> RunGroup | None:
+    def _create_v2(
+        cls, root: Path, own: str, name: str, memory_bytes: int, processes: int
+    ) -> RunGroup | None:
         for parent in (root / own.lstrip("/"), root):
             group = parent / name
             try:
@@ -158,7 +164,7 @@ class RunGroup:
             (d / "cgroup.procs").write_text(pid)
 
     def pids_now(self) -> list[int]:
-        """Processes in the group now."""
+        """List the processes in the group now."""
         try:
             return [int(x) for x in (self.pids / "cgroup.procs").read_text().split()]
         except (OSError, ValueError):
@@ -171,13 +177,13 @@ class RunGroup:
         return _read_int(self.memory / "memory.max_usage_in_bytes")
 
     def oom_kills(self) -> int:
-        """Processes the kernel killed for passing the group's memory limit."""
+        """Count the processes the kernel killed for passing the group's memory limit."""
         if self.version == "v2":
             return _read_int(self.memory / "memory.events", "oom_kill") or 0
         return _read_int(self.memory / "memory.oom_control", "oom_kill") or 0
 
     def memory_failures(self) -> int:
-        """Times an allocation met the limit (v1 ``memory.failcnt``; v2 ``max`` events)."""
+        """Count the times an allocation met the limit (v1 ``memory.failcnt``; v2 ``max`` events)."""
         if self.version == "v2":
             return _read_int(self.memory / "memory.events", "max") or 0
         return _read_int(self.memory / "memory.failcnt") or 0
@@ -187,7 +193,7 @@ class RunGroup:
         return _read_int(self.pids / "pids.peak")
 
     def current_processes(self) -> int:
-        """Processes (and threads) in the group now (``pids.current``)."""
+        """Count the processes and threads in the group now (``pids.current``)."""
         return _read_int(self.pids / "pids.current") or 0
 
     def refused_forks(self) -> int:

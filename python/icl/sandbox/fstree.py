@@ -58,9 +58,14 @@ class TooDeep(Exception):
         self.rel = rel
 
 
-def walk(root: str | os.PathLike, max_depth: int, *, raise_too_deep: bool = False,
-         too_deep: list[str] | None = None) -> Iterator[Entry]:
-    """Every entry below ``root`` in ``os.walk`` top-down order (a folder's sorted entries, then its subfolders).
+def walk(
+    root: str | os.PathLike,
+    max_depth: int,
+    *,
+    raise_too_deep: bool = False,
+    too_deep: list[str] | None = None,
+) -> Iterator[Entry]:
+    """Yield every entry below ``root`` in ``os.walk`` top-down order (sorted entries, then subfolders).
 
     Parameters
     ----------
@@ -188,12 +193,15 @@ def tree_sha256(root: str | os.PathLike) -> str:
                 h.update(b"D\0" + rel + b"\n")
             elif stat.S_ISREG(mode):
                 x = b"x" if mode & 0o111 else b"-"
-                h.update(b"F\0" + rel + b"\0" + x + b"\0" + (_sha256_at(e.dir_fd, e.name) or "").encode() + b"\n")
+                h.update(
+                    b"F\0" + rel + b"\0" + x + b"\0" + (_sha256_at(e.dir_fd, e.name) or "").encode() + b"\n"
+                )
             else:
                 h.update(b"S\0" + rel + b"\n")
     except TooDeep as exc:
-        raise InputError(f"folders nested deeper than {MAX_TREE_DEPTH} levels", str(Path(root) / exc.rel),
-                         "depth") from None
+        raise InputError(
+            f"folders nested deeper than {MAX_TREE_DEPTH} levels", str(Path(root) / exc.rel), "depth"
+        ) from None
     return h.hexdigest()
 
 
@@ -237,8 +245,9 @@ def scan(root: str | os.PathLike, max_depth: int, max_entries: int) -> TreeScan:
 
 
 def stage_tree(src: Path, dest: Path) -> None:
-    """Make ``dest`` a copy of ``src``'s folders, regular files (hard links where one file system allows
-    it, copies otherwise) and links; other entries are left out. ``dest`` must not exist.
+    """Make ``dest`` a copy of ``src``'s folders, regular files and links; other entries are left out.
+
+    Regular files are hard links where one file system allows it, copies otherwise. ``dest`` must not exist.
     """
     dest.mkdir(mode=0o755)
     link_ok = os.stat(src).st_dev == os.stat(dest).st_dev
@@ -261,8 +270,9 @@ def stage_tree(src: Path, dest: Path) -> None:
                         pass
                 _copy_at(e.dir_fd, e.name, pfd, e.name, stat.S_IMODE(mode))
     except TooDeep as exc:
-        raise InputError(f"folders nested deeper than {MAX_TREE_DEPTH} levels", str(src / exc.rel),
-                         "depth") from None
+        raise InputError(
+            f"folders nested deeper than {MAX_TREE_DEPTH} levels", str(src / exc.rel), "depth"
+        ) from None
     finally:
         chain.close()
 
@@ -270,8 +280,12 @@ def stage_tree(src: Path, dest: Path) -> None:
 def _copy_at(src_fd: int, src: str, dst_fd: int, dst: str, mode: int) -> None:
     fi = os.open(src, _FILE_FLAGS, dir_fd=src_fd)
     try:
-        fo = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode & 0o755,
-                     dir_fd=dst_fd)
+        fo = os.open(
+            dst,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode & 0o755,
+            dir_fd=dst_fd,
+        )
         with os.fdopen(fi, "rb", closefd=False) as r, os.fdopen(fo, "wb") as w:
             shutil.copyfileobj(r, w, 1 << 20)
     finally:
@@ -281,8 +295,12 @@ def _copy_at(src_fd: int, src: str, dst_fd: int, dst: str, mode: int) -> None:
 def remove_tree(path: Path) -> None:
     """Remove a tree of any depth (``rm -rf``: its walk keeps no path and has no depth limit)."""
     if path.is_symlink() or path.exists():
-        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["rm", "-rf", "--one-file-system", "--", str(path)],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
 
 # -------------------------------------------------------------------------------------- collecting
@@ -300,8 +318,15 @@ class Collected:
     truncated: bool = False
 
 
-def collect_output(staged: Path, output: Path, *, max_bytes: int, max_entries: int, max_depth: int,
-                   owner: tuple[int, int] | None) -> Collected:
+def collect_output(
+    staged: Path,
+    output: Path,
+    *,
+    max_bytes: int,
+    max_entries: int,
+    max_depth: int,
+    owner: tuple[int, int] | None,
+) -> Collected:
     """Move the program's regular files from ``staged`` into the (empty) host folder ``output``.
 
     Folders are re-created with mode 0755 and files get 0644 (0755 when any execute bit was set), so no
@@ -347,7 +372,9 @@ def collect_output(staged: Path, output: Path, *, max_bytes: int, max_entries: i
     return out
 
 
-def _move_at(src_fd: int, name: str, dst_fd: int, mode: int, owner: tuple[int, int] | None, same_fs: bool) -> None:
+def _move_at(
+    src_fd: int, name: str, dst_fd: int, mode: int, owner: tuple[int, int] | None, same_fs: bool
+) -> None:
     if same_fs:
         os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
     else:

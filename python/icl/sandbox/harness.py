@@ -48,8 +48,16 @@ from icl.sandbox.cgroups import RunGroup
 from icl.sandbox.fstree import collect_output, remove_tree, scan, stage_tree, tree_sha256
 from icl.sandbox.layout import INPUT_MOUNT, OUTPUT_MOUNT, SITE_MOUNT, SUBMISSION_MOUNT, TRACKS, Mount, layout
 
-__all__ = ["SANDBOX_GID", "SANDBOX_UID", "Limits", "RunRecord", "available_mechanisms", "parse_size",
-           "run_submission", "tree_sha256"]
+__all__ = [
+    "SANDBOX_GID",
+    "SANDBOX_UID",
+    "Limits",
+    "RunRecord",
+    "available_mechanisms",
+    "parse_size",
+    "run_submission",
+    "tree_sha256",
+]
 
 #: The uid/gid the submission runs as when the harness is root ("nobody" on Debian).
 SANDBOX_UID = 65534
@@ -64,10 +72,16 @@ DIAGNOSTIC_ENTRIES = 1000
 STAGING_ENV = "ICL_SANDBOX_STAGING"
 #: Patterns in the program's stderr that name a refused allocation or fork (the kernel reports the
 #: refusal to the program, not to us; the record calls these limits hit only when the exit status failed).
-MEMORY_PATTERNS = re.compile(rb"MemoryError|Unable to allocate|Cannot allocate memory|std::bad_alloc|"
-                             rb"out of memory", re.I)
-FORK_PATTERNS = re.compile(rb"Resource temporarily unavailable|BlockingIOError|fork: retry|"
-                           rb"can't fork|Cannot fork", re.I)
+MEMORY_PATTERNS = re.compile(
+    rb"MemoryError|Unable to allocate|Cannot allocate memory|std::bad_alloc|"
+    rb"out of memory",
+    re.I,
+)
+FORK_PATTERNS = re.compile(
+    rb"Resource temporarily unavailable|BlockingIOError|fork: retry|"
+    rb"can't fork|Cannot fork",
+    re.I,
+)
 
 # Trusted, runs as the sandbox's first program (before privileges are dropped): it brings the namespace's
 # loopback up (the unshare fallback starts with it down, so that attempts there are counted as under bwrap),
@@ -107,8 +121,16 @@ os.write(3, ("#after\n" + snap() + "#rusage %r %r %d\n" % (ru.ru_utime, ru.ru_st
 sys.exit(code if code >= 0 else 128 - code)
 """
 #: Counters that grow when a packet is sent, a connection is tried or a send finds no route (IPv4 and IPv6).
-NETWORK_COUNTERS = ("Ip.OutRequests", "Ip.OutNoRoutes", "Tcp.ActiveOpens", "Udp.OutDatagrams",
-                    "Udp.NoPorts", "Ip6OutRequests", "Ip6OutNoRoutes", "Udp6OutDatagrams")
+NETWORK_COUNTERS = (
+    "Ip.OutRequests",
+    "Ip.OutNoRoutes",
+    "Tcp.ActiveOpens",
+    "Udp.OutDatagrams",
+    "Udp.NoPorts",
+    "Ip6OutRequests",
+    "Ip6OutNoRoutes",
+    "Udp6OutDatagrams",
+)
 
 
 def parse_size(text: str | int) -> int:
@@ -176,8 +198,16 @@ class Limits:
             raise InputError(f"cpus must be >= 1, got {self.cpus}", None, "cpus")
         if not self.timeout_s > 0:
             raise InputError(f"timeout must be positive, got {self.timeout_s}", None, "timeout")
-        for name in ("memory_bytes", "processes", "file_bytes", "tmp_bytes", "output_bytes", "output_entries",
-                     "output_depth", "log_bytes"):
+        for name in (
+            "memory_bytes",
+            "processes",
+            "file_bytes",
+            "tmp_bytes",
+            "output_bytes",
+            "output_entries",
+            "output_depth",
+            "log_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise InputError(f"{name} must be positive", None, name)
         if self.cpu_time_s <= 0:
@@ -255,16 +285,26 @@ class RunRecord:
 
 def _environment(path: str, limits: Limits, has_site: bool) -> dict[str, str]:
     threads = str(limits.cpus)
-    env = {"PATH": path, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": "/tmp", "OMP_NUM_THREADS": threads,
-           "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "ICL_CPUS": threads}
+    env = {
+        "PATH": path,
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLCONFIGDIR": "/tmp",
+        "OMP_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "ICL_CPUS": threads,
+    }
     if has_site:
         env["PYTHONPATH"] = SITE_MOUNT
     return env
 
 
 def _wrapper_python() -> str:
-    """The interpreter that runs the trusted wrapper: the harness's own base installation (mounted)."""
+    """Return the interpreter that runs the trusted wrapper: the harness's own base installation (mounted)."""
     exe = Path(sys.base_prefix) / "bin" / "python3"
     return str(exe) if exe.exists() else "/usr/bin/python3"
 
@@ -273,13 +313,32 @@ def _drop_privileges(uid: int | None) -> list[str]:
     """``setpriv`` prefix that becomes ``uid`` with no capability (empty when the harness is not root)."""
     if uid is None:
         return []
-    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-all", "--no-new-privs", "--"]
+    return [
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
 
 
 def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root_user: bool) -> list[str]:
-    argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
+    argv = [
+        "bwrap",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--hostname",
+        "sandbox",
+    ]
     if root_user:
         # Only what setpriv needs to switch to the sandbox uid; it then drops these too.
         argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -307,9 +366,10 @@ def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root
     return [*argv, "--chdir", "/tmp", _wrapper_python(), "-I", "-S", "-c", _WRAPPER, *inner]
 
 
-def _unshare_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], newroot: Path,
-                  root_user: bool) -> list[str]:
-    """The fallback: a generated script that mounts the same view on ``newroot`` and chroots into it."""
+def _unshare_argv(
+    mounts: list[Mount], env: dict[str, str], inner: list[str], newroot: Path, root_user: bool
+) -> list[str]:
+    """Build the fallback: a generated script that mounts the same view on ``newroot`` and chroots into it."""
     q = shlex.quote
     r = q(str(newroot))
     lines = ["set -eu", "umask 022", f"mount -t tmpfs -o size=1m,mode=0755 sandbox-root {r}"]
@@ -338,16 +398,35 @@ def _unshare_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], ne
                 lines.append(f"ln -s /proc/self/fd/{i} {dest}/{name}")
             lines.append(f"ln -s /proc/self/fd {dest}/fd")
         elif m.kind == "tmpfs":
-            lines.append(f"mkdir -p {dest} && mount -t tmpfs -o size={m.size},mode=1777,nosuid,nodev "
-                         f"sandbox-tmp {dest}")
+            lines.append(
+                f"mkdir -p {dest} && mount -t tmpfs -o size={m.size},mode=1777,nosuid,nodev "
+                f"sandbox-tmp {dest}"
+            )
     lines.append(f"mount -o remount,ro {r}")
     env_args = " ".join(q(f"{k}={v}") for k, v in env.items())
-    lines.append(f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} {q(_wrapper_python())} -I -S -c "
-                 f"{q(_WRAPPER)} " + " ".join(q(a) for a in inner))
+    lines.append(
+        f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} {q(_wrapper_python())} -I -S -c "
+        f"{q(_WRAPPER)} " + " ".join(q(a) for a in inner)
+    )
     script = "\n".join(lines)
     user = [] if root_user else ["--user", "--map-root-user"]
-    return ["unshare", *user, "--mount", "--propagation", "private", "--net", "--pid", "--ipc", "--uts",
-            "--cgroup", "--fork", "--kill-child", "/bin/sh", "-c", script]
+    return [
+        "unshare",
+        *user,
+        "--mount",
+        "--propagation",
+        "private",
+        "--net",
+        "--pid",
+        "--ipc",
+        "--uts",
+        "--cgroup",
+        "--fork",
+        "--kill-child",
+        "/bin/sh",
+        "-c",
+        script,
+    ]
 
 
 def available_mechanisms() -> list[str]:
@@ -400,8 +479,9 @@ def _children(pid: int) -> list[int]:
 
 
 def _kill_sandbox(proc: subprocess.Popen, group: RunGroup | None) -> None:
-    """Kill the wrapper's process group, then the namespace's first process (the kernel then kills the
-    whole PID namespace), then whatever is left in the run's control group. The group goes first so the
+    """Kill the wrapper's process group, the namespace's first process, then what is left in the group.
+
+    The kernel kills the whole PID namespace with its first process. The process group goes first so the
     wrapper dies by SIGKILL itself rather than exiting on its own after seeing its child die; its children
     are listed before, while it lives.
     """
@@ -430,10 +510,10 @@ def _parse_status(text: str) -> tuple[int | None, float | None, int | None]:
     def counters(block: str) -> dict[str, int]:
         out: dict[str, int] = {}
         lines = block.splitlines()
-        for head, vals in zip(lines, lines[1:]):  # /proc/net/snmp: a header line, then its values
+        for head, vals in zip(lines, lines[1:], strict=False):  # /proc/net/snmp: header, then values
             h, v = head.split(), vals.split()
             if h and v and h[0] == v[0] and h[0].endswith(":") and len(h) == len(v):
-                for k, x in zip(h[1:], v[1:]):
+                for k, x in zip(h[1:], v[1:], strict=True):
                     out[f"{h[0][:-1]}.{k}"] = int(x) if x.lstrip("-").isdigit() else 0
         for line in lines:  # /proc/net/snmp6: one "name value" per line
             parts = line.split()
@@ -488,12 +568,13 @@ def _prepare_output(output_dir: Path) -> None:
         raise InputError("OUTPUT must be a folder", str(output_dir), "output")
     output_dir.mkdir(parents=True, exist_ok=True)
     if any(output_dir.iterdir()):
-        raise InputError("OUTPUT must be empty (old files would be taken for new artifacts)", str(output_dir),
-                         "output")
+        raise InputError(
+            "OUTPUT must be empty (old files would be taken for new artifacts)", str(output_dir), "output"
+        )
 
 
 def _manifest_track(submission: Path) -> str | None:
-    """The ``track`` of ``submission/manifest.json`` when it names one of :data:`TRACKS`."""
+    """Return the ``track`` of ``submission/manifest.json`` when it names one of :data:`TRACKS`."""
     path = submission / "manifest.json"
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
@@ -512,9 +593,14 @@ def staging_root() -> Path:
 def _output_check(record: RunRecord, limits: Limits, staged_out: Path) -> str | None:
     """Scan the staged OUTPUT within bounds; name the limit passed (None when within all)."""
     s = scan(staged_out, limits.output_depth, limits.output_entries)
-    record.output_scan = {"entries": s.entries, "files": s.files, "apparent_bytes": s.apparent_bytes,
-                          "allocated_bytes": s.allocated_bytes, "depth": s.depth + bool(s.too_deep),
-                          "entries_truncated": s.truncated}
+    record.output_scan = {
+        "entries": s.entries,
+        "files": s.files,
+        "apparent_bytes": s.apparent_bytes,
+        "allocated_bytes": s.allocated_bytes,
+        "depth": s.depth + bool(s.too_deep),
+        "entries_truncated": s.truncated,
+    }
     if max(s.apparent_bytes, s.allocated_bytes) > limits.output_bytes:
         return "output_size"
     if s.truncated:
@@ -524,11 +610,21 @@ def _output_check(record: RunRecord, limits: Limits, staged_out: Path) -> str | 
     return None
 
 
-def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, output_dir: str | os.PathLike,
-                   cpus: int = 4, memory: str | int = "8G", timeout_s: float = 1200.0,
-                   frozen_hash: str | None = None, *, logs_dir: str | os.PathLike | None = None,
-                   limits: Limits | None = None, mechanism: str | None = None, track: str | None = None,
-                   use_cgroup: bool = True) -> RunRecord:
+def run_submission(
+    submission: str | os.PathLike,
+    input_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    cpus: int = 4,
+    memory: str | int = "8G",
+    timeout_s: float = 1200.0,
+    frozen_hash: str | None = None,
+    *,
+    logs_dir: str | os.PathLike | None = None,
+    limits: Limits | None = None,
+    mechanism: str | None = None,
+    track: str | None = None,
+    use_cgroup: bool = True,
+) -> RunRecord:
     """Run ``SUBMISSION/run INPUT OUTPUT`` in a sandbox and record what happened.
 
     Parameters
@@ -581,8 +677,9 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     mechs = available_mechanisms()
     mechanism = mechanism or (mechs[0] if mechs else None)
     if mechanism not in mechs:
-        raise InputError(f"sandbox mechanism {mechanism!r} is not available here (have {mechs})", None,
-                         "mechanism")
+        raise InputError(
+            f"sandbox mechanism {mechanism!r} is not available here (have {mechs})", None, "mechanism"
+        )
     _prepare_output(output_dir)
     logs.mkdir(parents=True, exist_ok=True)
 
@@ -591,24 +688,41 @@ def run_submission(submission: str | os.PathLike, input_dir: str | os.PathLike, 
     host_cpus = sorted(os.sched_getaffinity(0))
     granted = host_cpus[: limits.cpus]
     limit_info = {**asdict(limits), "cpus_granted": len(granted)}
-    record = RunRecord(mechanism=mechanism, command=inner, limits=limit_info, frozen_sha256=frozen_hash,
-                       track=declared, effective_track=declared)
-    record.logs = {"dir": str(logs), "stdout": "stdout.log", "stderr": "stderr.log", "record": "run_record.json"}
+    record = RunRecord(
+        mechanism=mechanism,
+        command=inner,
+        limits=limit_info,
+        frozen_sha256=frozen_hash,
+        track=declared,
+        effective_track=declared,
+    )
+    record.logs = {
+        "dir": str(logs),
+        "stdout": "stdout.log",
+        "stderr": "stderr.log",
+        "record": "run_record.json",
+    }
     try:
         record.code_sha256_before = tree_sha256(submission)
         record.input_sha256 = tree_sha256(input_dir)
     except (InputError, OSError) as exc:
         return _refuse(record, logs, "submission_tree", f"cannot read the submission or input tree: {exc}")
     if frozen_hash is not None and frozen_hash != record.code_sha256_before:
-        return _refuse(record, logs, "code_not_frozen",
-                       f"submission hash {record.code_sha256_before} != frozen {frozen_hash}")
+        return _refuse(
+            record,
+            logs,
+            "code_not_frozen",
+            f"submission hash {record.code_sha256_before} != frozen {frozen_hash}",
+        )
     if declared == "from-scratch":
         t0 = time.monotonic()
         record.effective_track, record.track_evidence = classify_track(submission)
         record.overhead_s["provenance"] = round(time.monotonic() - t0, 3)
         if record.effective_track != declared:
-            record.messages.append("declared from-scratch, counted as reference-assisted: "
-                                   + record.track_evidence.get("summary", ""))
+            record.messages.append(
+                "declared from-scratch, counted as reference-assisted: "
+                + record.track_evidence.get("summary", "")
+            )
 
     root_user = os.geteuid() == 0
     owner = (os.geteuid(), os.getegid())
@@ -654,12 +768,21 @@ def _refuse(record: RunRecord, logs: Path, code: str, message: str) -> RunRecord
     return record
 
 
-def _execute(record: RunRecord, limits: Limits, stage: Path, group: RunGroup | None, mechanism: str,
-             granted: list[int], root_user: bool, logs: Path) -> None:
+def _execute(
+    record: RunRecord,
+    limits: Limits,
+    stage: Path,
+    group: RunGroup | None,
+    mechanism: str,
+    granted: list[int],
+    root_user: bool,
+    logs: Path,
+) -> None:
     """Start the sandbox, watch it until it ends, and fill the record's usage, status and limits."""
     uid = SANDBOX_UID if root_user else os.geteuid()
-    mounts, path = layout(stage / "submission", stage / "input", stage / "output", limits.tmp_bytes,
-                          record.track)
+    mounts, path = layout(
+        stage / "submission", stage / "input", stage / "output", limits.tmp_bytes, record.track
+    )
     env = _environment(path, limits, any(m.dest.startswith(SITE_MOUNT + "/") for m in mounts))
     program = [*_drop_privileges(SANDBOX_UID if root_user else None), *record.command]
     newroot = None
@@ -675,9 +798,16 @@ def _execute(record: RunRecord, limits: Limits, stage: Path, group: RunGroup | N
     status_r, status_w = os.pipe()
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                pass_fds=(3,), start_new_session=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                                preexec_fn=lambda: _preexec(limits, status_w, granted, group))
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(3,),
+            start_new_session=True,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            preexec_fn=lambda: _preexec(limits, status_w, granted, group),
+        )
     finally:
         os.close(status_w)
     out, err = _Capped(proc.stdout, limits.log_bytes), _Capped(proc.stderr, limits.log_bytes)
@@ -739,7 +869,9 @@ def _execute(record: RunRecord, limits: Limits, stage: Path, group: RunGroup | N
     _write_logs(record, logs, bytes(out.data), bytes(err.data), out.total, err.total)
 
 
-def _collect(record: RunRecord, limits: Limits, staged_out: Path, output_dir: Path, owner: tuple[int, int]) -> None:
+def _collect(
+    record: RunRecord, limits: Limits, staged_out: Path, output_dir: Path, owner: tuple[int, int]
+) -> None:
     """Check OUTPUT again after exit and move what passes to the host folder, hashed and with safe modes."""
     passed = _output_check(record, limits, staged_out)
     if passed is not None and passed not in record.violations:
@@ -749,24 +881,36 @@ def _collect(record: RunRecord, limits: Limits, staged_out: Path, output_dir: Pa
         # Past the caps only the first few files are read, for diagnosis: hashing up to the cap would cost
         # seconds per GiB for a run that scores 0 anyway (six sparse 1 GiB files once took 47 s).
         max_bytes, max_entries = min(max_bytes, DIAGNOSTIC_BYTES), min(max_entries, DIAGNOSTIC_ENTRIES)
-        record.messages.append(f"OUTPUT past its limits: at most {max_bytes} bytes in {max_entries} entries "
-                               "were hashed and kept")
-    got = collect_output(staged_out, output_dir, max_bytes=max_bytes, max_entries=max_entries,
-                         max_depth=limits.output_depth, owner=owner if os.geteuid() == 0 else None)
+        record.messages.append(
+            f"OUTPUT past its limits: at most {max_bytes} bytes in {max_entries} entries were hashed and kept"
+        )
+    got = collect_output(
+        staged_out,
+        output_dir,
+        max_bytes=max_bytes,
+        max_entries=max_entries,
+        max_depth=limits.output_depth,
+        owner=owner if os.geteuid() == 0 else None,
+    )
     record.artifacts = got.artifacts
     for rel in got.refused[:20]:
         record._violate("output_entry", f"{rel}: link, hard link or special file in OUTPUT not kept")
     if got.unhashed and not {"output_size", "output_entries"} & set(record.violations):
-        record._violate("output_size", f"{len(got.unhashed)} file(s) past the {limits.output_bytes}-byte budget "
-                        "were neither hashed nor kept")
+        record._violate(
+            "output_size",
+            f"{len(got.unhashed)} file(s) past the {limits.output_bytes}-byte budget "
+            "were neither hashed nor kept",
+        )
 
 
 def _violate_output(record: RunRecord, limits: Limits, code: str, when: str) -> None:
     s = record.output_scan
-    text = {"output_size": f"OUTPUT holds {s.get('apparent_bytes')} bytes apparent, {s.get('allocated_bytes')} "
-                           f"allocated, past the {limits.output_bytes}-byte limit",
-            "output_entries": f"OUTPUT holds more than {limits.output_entries} entries",
-            "output_depth": f"OUTPUT nests folders deeper than {limits.output_depth} levels"}[code]
+    text = {
+        "output_size": f"OUTPUT holds {s.get('apparent_bytes')} bytes apparent, {s.get('allocated_bytes')} "
+        f"allocated, past the {limits.output_bytes}-byte limit",
+        "output_entries": f"OUTPUT holds more than {limits.output_entries} entries",
+        "output_depth": f"OUTPUT nests folders deeper than {limits.output_depth} levels",
+    }[code]
     record._hit(code)
     record._violate(code, f"{text} ({when})")
 
@@ -778,8 +922,9 @@ def _drain(fd: int, sink: bytearray) -> None:
                 sink += chunk
 
 
-def _classify(record: RunRecord, limits: Limits, killed_for: str | None, stderr: bytes,
-              group: RunGroup | None) -> None:
+def _classify(
+    record: RunRecord, limits: Limits, killed_for: str | None, stderr: bytes, group: RunGroup | None
+) -> None:
     """Name the limits hit and the rules broken, from the watchdog, the exit status and the counters."""
     if killed_for == "timeout":
         record._hit("timeout")
@@ -787,36 +932,54 @@ def _classify(record: RunRecord, limits: Limits, killed_for: str | None, stderr:
     elif killed_for in ("output_size", "output_entries", "output_depth"):
         _violate_output(record, limits, killed_for, "during the run; the sandbox was killed")
     if record.network_packets:
-        record._violate("network", f"{record.network_packets} network attempt(s): packets sent, connections "
-                                   "tried or sends refused for lack of a route")
+        record._violate(
+            "network",
+            f"{record.network_packets} network attempt(s): packets sent, connections "
+            "tried or sends refused for lack of a route",
+        )
     failed = record.exit_status != 0
     if record.signal == "SIGXFSZ" or (failed and b"File too large" in stderr):
         record._hit("file_size")
         record._violate("file_size", f"a file passed the {limits.file_bytes}-byte limit")
-    if record.signal == "SIGXCPU" or (record.signal == "SIGKILL" and killed_for is None
-                                      and record.cpu_s >= limits.cpu_time_s):
+    if record.signal == "SIGXCPU" or (
+        record.signal == "SIGKILL" and killed_for is None and record.cpu_s >= limits.cpu_time_s
+    ):
         record._hit("cpu_time")
         record._violate("cpu_time", f"a process used more than {limits.cpu_time_s} CPU seconds")
     if record.oom_kills:
         record._hit("memory")
-        record._violate("memory", f"the run's processes together passed the {limits.memory_bytes}-byte limit; "
-                                  f"the kernel killed {record.oom_kills} of them and the sandbox was stopped")
+        record._violate(
+            "memory",
+            f"the run's processes together passed the {limits.memory_bytes}-byte limit; "
+            f"the kernel killed {record.oom_kills} of them and the sandbox was stopped",
+        )
     elif failed and killed_for is None and MEMORY_PATTERNS.search(stderr):
         record._hit("memory")
         record._violate("memory", f"an allocation was refused under the {limits.memory_bytes}-byte limit")
     refused = group.refused_forks() if group is not None else 0
-    if refused or (group is None and record.peak_processes >= limits.processes) or (
-            failed and FORK_PATTERNS.search(stderr)):
+    if (
+        refused
+        or (group is None and record.peak_processes >= limits.processes)
+        or (failed and FORK_PATTERNS.search(stderr))
+    ):
         record._hit("processes")
         detail = f" ({refused} fork(s) refused)" if refused else ""
         record._violate("processes", f"the {limits.processes}-process limit was reached{detail}")
 
 
-def _write_logs(record: RunRecord, logs: Path, out: bytes, err: bytes, out_total: int, err_total: int) -> None:
+def _write_logs(
+    record: RunRecord, logs: Path, out: bytes, err: bytes, out_total: int, err_total: int
+) -> None:
     (logs / "stdout.log").write_bytes(out)
     (logs / "stderr.log").write_bytes(err)
-    record.logs.update({"stdout_bytes": out_total, "stderr_bytes": err_total,
-                        "stdout_truncated": out_total > len(out), "stderr_truncated": err_total > len(err),
-                        "stdout_sha256": hashlib.sha256(out).hexdigest(),
-                        "stderr_sha256": hashlib.sha256(err).hexdigest()})
+    record.logs.update(
+        {
+            "stdout_bytes": out_total,
+            "stderr_bytes": err_total,
+            "stdout_truncated": out_total > len(out),
+            "stderr_truncated": err_total > len(err),
+            "stdout_sha256": hashlib.sha256(out).hexdigest(),
+            "stderr_sha256": hashlib.sha256(err).hexdigest(),
+        }
+    )
     write_json(logs / "run_record.json", record.to_dict())

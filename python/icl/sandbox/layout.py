@@ -1,4 +1,4 @@
-"""The file-system view of a sandbox: system folders, an interpreter, an allow-list of packages, the run's folders.
+"""File-system view of a sandbox: system folders, an interpreter, allowed packages, the run's folders.
 
 The Python packages a program may import are not a whole site-packages folder but a list: every
 site-packages folder of the harness's interpreter (venv or not, and the system Python's) is covered by an
@@ -28,13 +28,36 @@ INPUT_MOUNT = "/input"
 OUTPUT_MOUNT = "/output"
 SITE_MOUNT = "/opt/site-packages"
 #: Host files under /etc that programs need (dynamic loader, user names, time zone).
-ETC_FILES = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf",
-             "passwd", "group", "hosts")
+ETC_FILES = (
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "nsswitch.conf",
+    "passwd",
+    "group",
+    "hosts",
+)
 #: Top-level system folders bound read-only (or re-created as the same symbolic link, on merged-/usr hosts).
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 #: Third-party distributions a from-scratch program may import (with what each requires), when installed.
-ALLOWED_DISTRIBUTIONS = ("numpy", "scipy", "matplotlib", "pillow", "pyfftw", "numba", "sympy", "pandas",
-                         "h5py", "scikit-image", "imageio", "tifffile", "networkx", "pyyaml")
+ALLOWED_DISTRIBUTIONS = (
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "pillow",
+    "pyfftw",
+    "numba",
+    "sympy",
+    "pandas",
+    "h5py",
+    "scikit-image",
+    "imageio",
+    "tifffile",
+    "networkx",
+    "pyyaml",
+)
 #: The reference package's distribution, added on the reference-assisted track.
 REFERENCE_DISTRIBUTION = "icl-bench"
 #: Top-level entries never bound on the from-scratch track, whatever distribution lists them.
@@ -124,8 +147,11 @@ def _site_dirs() -> list[Path]:
     if site.ENABLE_USER_SITE and site.getusersitepackages():
         dirs.add(Path(site.getusersitepackages()))
     base = Path(sys.base_prefix)
-    for pattern in (f"{base}/lib/python3*/site-packages", "/usr/lib/python3*/*-packages",
-                    "/usr/local/lib/python3*/*-packages"):
+    for pattern in (
+        f"{base}/lib/python3*/site-packages",
+        "/usr/lib/python3*/*-packages",
+        "/usr/local/lib/python3*/*-packages",
+    ):
         dirs |= {Path(p) for p in glob.glob(pattern)}
     return sorted(d for d in dirs if d.is_dir())
 
@@ -161,8 +187,9 @@ def python_view(track: str) -> tuple[tuple[Mount, ...], tuple[str, ...]]:
         if _visible(rd, trees) and rd not in masked:
             masked.add(rd)
             mounts.append(Mount("mask", str(rd)))
-    entries = _distribution_entries(ALLOWED_DISTRIBUTIONS + ((REFERENCE_DISTRIBUTION,) if reference else ()),
-                                    reference)
+    entries = _distribution_entries(
+        ALLOWED_DISTRIBUTIONS + ((REFERENCE_DISTRIBUTION,) if reference else ()), reference
+    )
     for name, src in sorted(entries.items()):
         mounts.append(Mount("ro", f"{SITE_MOUNT}/{name}", src))
     if reference:
@@ -173,9 +200,10 @@ def python_view(track: str) -> tuple[tuple[Mount, ...], tuple[str, ...]]:
     return tuple(mounts), tuple(path)
 
 
-def layout(submission: Path, input_dir: Path, output_dir: Path, tmp_bytes: int,
-           track: str) -> tuple[list[Mount], str]:
-    """The file-system view of the sandbox (mounts in order) and its PATH."""
+def layout(
+    submission: Path, input_dir: Path, output_dir: Path, tmp_bytes: int, track: str
+) -> tuple[list[Mount], str]:
+    """Return the file-system view of the sandbox (mounts in order) and its PATH."""
     mounts: list[Mount] = []
     for name in SYSTEM_DIRS:
         p = Path("/") / name
@@ -204,4 +232,6 @@ def layout(submission: Path, input_dir: Path, output_dir: Path, tmp_bytes: int,
     parents = {str(a) for m in mounts for a in Path(m.dest).parents if str(a) != "/"} - dests
     parents = {p for p in parents if not any(Path(p).is_relative_to(b) for b in bound)}
     ordered = sorted(parents, key=lambda d: (d.count("/"), d))
-    return [Mount("dir", d) for d in ordered] + mounts, ":".join([*py_path, "/usr/local/bin", "/usr/bin", "/bin"])
+    return [Mount("dir", d) for d in ordered] + mounts, ":".join(
+        [*py_path, "/usr/local/bin", "/usr/bin", "/bin"]
+    )

@@ -55,8 +55,20 @@ MAX_CODE_FILE = 8 * 1024**2
 MAX_CODE_TOTAL = 128 * 1024**2
 MAX_HASHED = 8 * 1024**3
 MAX_ENTRIES = 200_000
-CODE_SUFFIXES = {".py": "python", ".pyi": "python", ".pyw": "python", ".pyx": "cython", ".pxd": "cython",
-                 ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp"}
+CODE_SUFFIXES = {
+    ".py": "python",
+    ".pyi": "python",
+    ".pyw": "python",
+    ".pyx": "cython",
+    ".pxd": "cython",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+}
 ARCHIVE_SUFFIXES = (".zip", ".whl", ".egg", ".pyz", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 
 
@@ -77,7 +89,7 @@ def _language(name: str, head: bytes) -> str | None:
 
 @lru_cache(maxsize=4096)
 def _filtered(text: str, language: str) -> str:
-    """copydetect's token stream of ``text``: identifiers as V/F/O, strings as S, layout and comments gone.
+    """Copydetect's token stream of ``text``: identifiers as V/F/O, strings as S, layout and comments gone.
 
     Kept per process by content (the frozen code of a submission is scanned once per run).
     """
@@ -101,8 +113,10 @@ def _fingerprint(name: str, text: str, language: str, filtered: str | None = Non
 
 
 def _cached_filtered(path: str, data: bytes, language: str) -> str:
-    """:func:`_filtered` of a reference file, kept in the user's cache by content hash (lexing is the slow
-    part: about 7 s for the whole package)."""
+    """Return :func:`_filtered` of a reference file, kept in the user's cache by content hash.
+
+    Lexing is the slow part: about 7 s for the whole package.
+    """
     import platformdirs
 
     key = hashlib.sha256(data + language.encode()).hexdigest()
@@ -224,7 +238,7 @@ def _code_members(path: Path, budget: list[int]) -> list[tuple[str, bytes]]:
 
 
 def _copied(fp: Any, shared: set[int]) -> int:
-    """Filtered characters of ``fp`` covered by fingerprints in ``shared``."""
+    """Count the filtered characters of ``fp`` covered by fingerprints in ``shared``."""
     import numpy as np
     from copydetect.utils import get_copied_slices
 
@@ -253,15 +267,28 @@ def compare_code(name: str, text: str, language: str) -> dict[str, Any]:
             both = fp.hashes & d.fp.hashes
             if both:
                 c_sub, c_ref = _copied(fp, both), _copied(d.fp, both)
-                pairs.append({"reference": d.name, "similarity": round(c_sub / coverage, 4),
-                              "reference_similarity": round(c_ref / max(d.fp.token_coverage, 1), 4),
-                              "copied_tokens": c_sub, "reference_tokens": int(d.fp.token_coverage)})
+                pairs.append(
+                    {
+                        "reference": d.name,
+                        "similarity": round(c_sub / coverage, 4),
+                        "reference_similarity": round(c_ref / max(d.fp.token_coverage, 1), 4),
+                        "copied_tokens": c_sub,
+                        "reference_tokens": int(d.fp.token_coverage),
+                    }
+                )
     pairs.sort(key=lambda p: (-max(p["similarity"], p["reference_similarity"]), p["reference"]))
     sim = copied / coverage
     hit = (sim >= THRESHOLD and copied >= MIN_TOKENS) or any(
-        p["reference_similarity"] >= THRESHOLD and p["copied_tokens"] >= MIN_TOKENS for p in pairs)
-    return {"file": name, "similarity": round(sim, 4), "copied_tokens": copied, "tokens": int(fp.token_coverage),
-            "hit": bool(hit), "pairs": pairs[:3]}
+        p["reference_similarity"] >= THRESHOLD and p["copied_tokens"] >= MIN_TOKENS for p in pairs
+    )
+    return {
+        "file": name,
+        "similarity": round(sim, 4),
+        "copied_tokens": copied,
+        "tokens": int(fp.token_coverage),
+        "hit": bool(hit),
+        "pairs": pairs[:3],
+    }
 
 
 def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
@@ -298,7 +325,9 @@ def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
                         h.update(chunk)
                     digest = h.hexdigest()
                     if digest in ref_hashes:
-                        hash_matches.append({"file": e.rel, "reference": ref_hashes[digest], "sha256": digest})
+                        hash_matches.append(
+                            {"file": e.rel, "reference": ref_hashes[digest], "sha256": digest}
+                        )
                 else:
                     unscanned.append(e.rel)
             lang = _language(e.name, head)
@@ -319,18 +348,32 @@ def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
     unscanned += [f"{rel}/ (nested too deep)" for rel in too_deep]
     code.sort(key=lambda r: (-r["similarity"], r["file"]))
     hits = sorted({m["file"] for m in hash_matches} | {r["file"] for r in code if r["hit"]})
-    summary = (f"{len(hits)} file(s) match the reference package: {len(hash_matches)} by SHA-256, "
-               f"{sum(r['hit'] for r in code)} by code similarity (threshold {THRESHOLD})" if hits
-               else "no file matches the reference package")
-    return {"hits": hits, "hash_matches": hash_matches, "code": code[:50], "code_files": len(code),
-            "unscanned": unscanned[:100],
-            "parameters": {"k": K, "window": WINDOW, "threshold": THRESHOLD, "min_tokens": MIN_TOKENS,
-                           "min_hash_bytes": MIN_HASH_BYTES, "reference_files": len(docs)},
-            "summary": summary}
+    summary = (
+        f"{len(hits)} file(s) match the reference package: {len(hash_matches)} by SHA-256, "
+        f"{sum(r['hit'] for r in code)} by code similarity (threshold {THRESHOLD})"
+        if hits
+        else "no file matches the reference package"
+    )
+    return {
+        "hits": hits,
+        "hash_matches": hash_matches,
+        "code": code[:50],
+        "code_files": len(code),
+        "unscanned": unscanned[:100],
+        "parameters": {
+            "k": K,
+            "window": WINDOW,
+            "threshold": THRESHOLD,
+            "min_tokens": MIN_TOKENS,
+            "min_hash_bytes": MIN_HASH_BYTES,
+            "reference_files": len(docs),
+        },
+        "summary": summary,
+    }
 
 
 def classify_track(submission: str | os.PathLike) -> tuple[str, dict[str, Any]]:
-    """The track a submission declared from-scratch counts for, and the evidence.
+    """Return the track a submission declared from-scratch counts for, and the evidence.
 
     Returns
     -------
