@@ -8,9 +8,11 @@ raw open polyline. A band is every point whose distance to the curve is at most 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 FRAME_DEG = 15.0  # half-width of the fixed scoring frame on each axis
 CURVE_POINTS = 128  # samples per curve for the Chamfer distance and the ellipse polyline
@@ -62,20 +64,146 @@ def curve_samples(feat: Mapping[str, Any], n: int = CURVE_POINTS) -> np.ndarray:
     return _resample(np.asarray(feat["points_deg"], dtype=float), n)
 
 
+_CHUNK = 1 << 20  # point-segment pairs evaluated at once
+
+
+def _segments(vertices: np.ndarray) -> tuple[np.ndarray, ...]:
+    x0, y0 = vertices[:-1, 0], vertices[:-1, 1]
+    dx, dy = vertices[1:, 0] - x0, vertices[1:, 1] - y0
+    return x0, y0, dx, dy, dx * dx + dy * dy
+
+
+def _segment_distance(qx, qy, x0, y0, dx, dy, ll) -> np.ndarray:
+    """Distance from points to segments, element by element (a zero-length segment is its start point)."""
+    safe = np.where(ll > 0, ll, 1.0)
+    t = np.where(ll > 0, np.clip(((qx - x0) * dx + (qy - y0) * dy) / safe, 0.0, 1.0), 0.0)
+    return np.hypot(qx - x0 - t * dx, qy - y0 - t * dy)
+
+
 def _polyline_distance(vertices: np.ndarray, px: np.ndarray, py: np.ndarray) -> np.ndarray:
-    best = np.full(np.broadcast(px, py).shape, np.inf)
-    for (x0, y0), (x1, y1) in zip(vertices[:-1], vertices[1:], strict=True):
-        dx, dy = x1 - x0, y1 - y0
-        ll = dx * dx + dy * dy
-        t = np.clip(((px - x0) * dx + (py - y0) * dy) / ll, 0.0, 1.0) if ll > 0 else 0.0
-        np.minimum(best, np.hypot(px - x0 - t * dx, py - y0 - t * dy), out=best)
+    """Exact distance from points to an open polyline: the minimum over its segments.
+
+    Long polylines (freehand contours) test each point only against the segments that can be nearest:
+    those whose midpoint lies within (distance to the nearest vertex + the longest half-segment) of it,
+    found with a k-d tree. The nearest segment is always among them, and each distance is computed by
+    the same expression as the full search, so the result is the same number.
+    """
+    px, py = np.broadcast_arrays(np.asarray(px, dtype=float), np.asarray(py, dtype=float))
     if len(vertices) == 1:
-        best = np.hypot(px - vertices[0, 0], py - vertices[0, 1])
-    return best
+        return np.hypot(px - vertices[0, 0], py - vertices[0, 1])
+    fx, fy = px.ravel(), py.ravel()
+    if len(vertices) - 1 > _TREE_SEGMENTS:
+        return _Polyline(vertices).distance(fx, fy).reshape(px.shape)
+    seg = _segments(vertices)
+    out = np.empty(fx.size)
+    step = max(1, _CHUNK // len(seg[0]))
+    for i in range(0, fx.size, step):
+        qx, qy = fx[i : i + step, None], fy[i : i + step, None]
+        out[i : i + step] = _segment_distance(qx, qy, *seg).min(axis=1)
+    return out.reshape(px.shape)
 
 
-def distance_to_curve(feat: Mapping[str, Any], px: np.ndarray, py: np.ndarray) -> np.ndarray:
-    """Distance (deg) from points ``(px, py)`` to a feature's curve (not to its band)."""
+_TREE_SEGMENTS = 256  # above this many segments the k-d tree prefilter pays off
+
+
+class _Polyline:
+    """A long polyline's segments and the k-d trees of its vertices and segment midpoints."""
+
+    def __init__(self, vertices: np.ndarray):
+        self.seg = _segments(vertices)
+        x0, y0, dx, dy, ll = self.seg
+        self.vertices = cKDTree(vertices)
+        self.mids = cKDTree(np.column_stack([x0 + 0.5 * dx, y0 + 0.5 * dy]))
+        self.half = 0.5 * float(np.sqrt(ll.max())) + 1e-9  # longest half-segment, rounded up
+
+    def distance(self, fx: np.ndarray, fy: np.ndarray) -> np.ndarray:
+        """Exact distance of each point to the polyline.
+
+        The two segments at the nearest vertex give an upper bound ``u`` on the answer. A segment whose
+        midpoint is ``r`` away is at least ``r - half`` away, so only midpoints within ``u + half`` can
+        hold the nearest segment; those are found with one ball query and evaluated, all points at once.
+        """
+        x0, y0, dx, dy, ll = self.seg
+        nseg = len(x0)
+        pts = np.column_stack([fx, fy])
+        _, v = self.vertices.query(pts)
+        near = np.column_stack([np.clip(v - 1, 0, nseg - 1), np.clip(v, 0, nseg - 1)])
+        u = _segment_distance(fx[:, None], fy[:, None], x0[near], y0[near], dx[near], dy[near], ll[near]).min(axis=1)
+        cand = self.mids.query_ball_point(pts, u + self.half)
+        counts = np.fromiter(map(len, cand), dtype=np.intp, count=len(cand))
+        k = np.fromiter(chain.from_iterable(cand), dtype=np.intp, count=int(counts.sum()))
+        p = np.repeat(np.arange(len(cand)), counts)
+        d = _segment_distance(fx[p], fy[p], x0[k], y0[k], dx[k], dy[k], ll[k])
+        return np.minimum.reduceat(d, np.cumsum(counts) - counts)
+
+
+class CurveCache:
+    """Per-scoring memory of what a feature costs to prepare: freehand k-d trees and curve samples.
+
+    Keyed by the identity of the feature's objects (kept referenced, so an id is never reused while the
+    cache lives); create one per scoring run, during which features are not modified.
+    """
+
+    def __init__(self) -> None:
+        self._polylines: dict[int, tuple[Any, _Polyline]] = {}
+        self._samples: dict[tuple[int, int], tuple[Any, np.ndarray]] = {}
+
+    def polyline(self, points: Any) -> _Polyline:
+        """The :class:`_Polyline` of a ``points_deg`` list."""
+        hit = self._polylines.get(id(points))
+        if hit is None or hit[0] is not points:
+            hit = (points, _Polyline(np.asarray(points, dtype=float)))
+            self._polylines[id(points)] = hit
+        return hit[1]
+
+    def samples(self, feat: Mapping[str, Any], n: int) -> np.ndarray:
+        """:func:`curve_samples` of ``feat``."""
+        hit = self._samples.get((id(feat), n))
+        if hit is None or hit[0] is not feat:
+            hit = (feat, curve_samples(feat, n))
+            self._samples[(id(feat), n)] = hit
+        return hit[1]
+
+
+def _polyline_band(vertices: np.ndarray, half: float, n: int) -> np.ndarray:
+    """Band raster of an open polyline: pixels whose centre lies within ``half`` of some segment.
+
+    Each segment is tested only against the pixels of its own bounding box widened by ``half`` (a pixel
+    nearer than ``half`` to a segment lies in that box), with the same per-segment distance as
+    :func:`_polyline_distance`, so the raster is the one of the full minimum at a fraction of the cost.
+    """
+    c = pixel_centres(n)
+    mask = np.zeros((n, n), dtype=bool)
+    if len(vertices) == 1:
+        vertices = np.vstack([vertices, vertices])  # a single point: one zero-length segment
+    x0, y0, dx, dy, ll = _segments(vertices)
+    slack = half + 1e-9  # rounding of the box edges can only add candidates, never lose one
+    c0 = np.searchsorted(c, np.minimum(x0, x0 + dx) - slack, "left")
+    c1 = np.searchsorted(c, np.maximum(x0, x0 + dx) + slack, "right")
+    r0 = np.searchsorted(c, np.minimum(y0, y0 + dy) - slack, "left")
+    r1 = np.searchsorted(c, np.maximum(y0, y0 + dy) + slack, "right")
+    ncol, nrow = c1 - c0, r1 - r0
+    counts = np.where((ncol > 0) & (nrow > 0), ncol * nrow, 0)
+    total = int(counts.sum())
+    if total == 0:
+        return mask
+    k = np.repeat(np.arange(len(counts)), counts)
+    local = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    col = c0[k] + local % ncol[k]
+    row = r0[k] + local // ncol[k]
+    d = _segment_distance(c[col], c[row], x0[k], y0[k], dx[k], dy[k], ll[k])
+    hit = d <= half
+    mask[row[hit], col[hit]] = True
+    return mask
+
+
+def distance_to_curve(
+    feat: Mapping[str, Any], px: np.ndarray, py: np.ndarray, cache: CurveCache | None = None
+) -> np.ndarray:
+    """Distance (deg) from points ``(px, py)`` to a feature's curve (not to its band).
+
+    ``cache`` keeps a long freehand contour's k-d trees between calls; the result does not depend on it.
+    """
     kind = feat["kind"]
     if kind in ("circle", "arc"):
         dx, dy = px - feat["cx_deg"], py - feat["cy_deg"]
@@ -91,7 +219,11 @@ def distance_to_curve(feat: Mapping[str, Any], px: np.ndarray, py: np.ndarray) -
     if kind == "ellipse":
         ring = curve_samples(feat)
         return _polyline_distance(np.vstack([ring, ring[:1]]), px, py)
-    return _polyline_distance(np.asarray(feat["points_deg"], dtype=float), px, py)
+    points = feat["points_deg"]
+    if cache is not None and len(points) - 1 > _TREE_SEGMENTS:
+        px, py = np.broadcast_arrays(np.asarray(px, dtype=float), np.asarray(py, dtype=float))
+        return cache.polyline(points).distance(px.ravel(), py.ravel()).reshape(px.shape)
+    return _polyline_distance(np.asarray(points, dtype=float), px, py)
 
 
 def band_mask(feat: Mapping[str, Any], n: int = RASTER_DEFAULT) -> np.ndarray:
@@ -102,10 +234,10 @@ def band_mask(feat: Mapping[str, Any], n: int = RASTER_DEFAULT) -> np.ndarray:
     """
     c = pixel_centres(n)
     half = 0.5 * feat["width_deg"]
-    pts = curve_samples(feat, 4 * CURVE_POINTS)
     if feat["kind"] == "freehand":
-        pts = np.asarray(feat["points_deg"], dtype=float)
-    elif feat["kind"] in ("circle", "arc"):
+        return _polyline_band(np.asarray(feat["points_deg"], dtype=float), half, n)
+    pts = curve_samples(feat, 4 * CURVE_POINTS)
+    if feat["kind"] in ("circle", "arc"):
         pts = np.vstack(
             [
                 pts,
@@ -128,15 +260,20 @@ def band_mask(feat: Mapping[str, Any], n: int = RASTER_DEFAULT) -> np.ndarray:
     return mask
 
 
-def chamfer_distance(a: Mapping[str, Any], b: Mapping[str, Any], n: int = CURVE_POINTS) -> float:
+def chamfer_distance(
+    a: Mapping[str, Any], b: Mapping[str, Any], n: int = CURVE_POINTS, cache: CurveCache | None = None
+) -> float:
     """Symmetric mean nearest-point distance (deg) between two curves.
 
     ``0.5 * (mean over samples of a of their distance to curve b + the same from b to a)``, with ``n`` samples
     per curve and the exact distance to the other curve (analytic for circles and arcs, polyline otherwise).
     """
-    sa, sb = curve_samples(a, n), curve_samples(b, n)
-    dab = distance_to_curve(b, sa[:, 0], sa[:, 1]).mean()
-    dba = distance_to_curve(a, sb[:, 0], sb[:, 1]).mean()
+    if cache is None:
+        sa, sb = curve_samples(a, n), curve_samples(b, n)
+    else:
+        sa, sb = cache.samples(a, n), cache.samples(b, n)
+    dab = distance_to_curve(b, sa[:, 0], sa[:, 1], cache).mean()
+    dba = distance_to_curve(a, sb[:, 0], sb[:, 1], cache).mean()
     return float(0.5 * (dab + dba))
 
 

@@ -8,6 +8,7 @@ brightness, geometry errors, repeat-to-repeat agreement) is reported beside the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -19,12 +20,14 @@ from scipy.optimize import linear_sum_assignment
 from icl.errors import InputError
 from icl.patient.geometry import (
     CURVE_POINTS,
+    CurveCache,
     FRAME_DEG,
     RASTER_DEFAULT,
     RASTER_MAX,
     RASTER_MIN,
     band_mask,
     chamfer_distance,
+    distance_to_curve,
     inside_frame,
 )
 from icl.patient.schema import UNCERTAIN, Predictions, Reports, point_radius
@@ -50,26 +53,74 @@ TIE_BREAK = 1e-9
 _FORBIDDEN = 1e6
 
 
+_NOT_GEOMETRY = ("id", "source_id", "confirmed", "brightness8", "radius_interval_deg")
+
+
 class MaskCache:
     """Band rasters keyed by the feature's geometry, so a feature met in many pairings is rasterised once."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, share: MaskCache | None = None):
         self.n = n
         self._masks: dict[str, np.ndarray] = {}
+        # Curve distances do not depend on the raster: a finer cache reuses those of ``share``.
+        self.curves = share.curves if share is not None else CurveCache()
+        self._chamfer = share._chamfer if share is not None else {}
+        # The same feature object is met in every pairing: its key is computed once (a freehand
+        # contour's key is a long string). The object is kept so that its id stays its own.
+        self._by_object: dict[int, tuple[Mapping[str, Any], np.ndarray]] = {}
 
     def __call__(self, feat: Mapping[str, Any]) -> np.ndarray:
         """Return the band raster of ``feat``."""
-        key = json.dumps(
-            {
-                k: v
-                for k, v in feat.items()
-                if k not in ("id", "source_id", "confirmed", "brightness8", "radius_interval_deg")
-            },
-            sort_keys=True,
-        )
+        hit = self._by_object.get(id(feat))
+        if hit is not None and hit[0] is feat:
+            return hit[1]
+        shape = {k: v for k, v in feat.items() if k not in _NOT_GEOMETRY}
+        if "points_deg" in shape:  # a long contour: its digest, not its text, is the key
+            pts = np.ascontiguousarray(shape.pop("points_deg"), dtype=np.float64)
+            shape["points_sha256"] = hashlib.sha256(pts.tobytes() + repr(pts.shape).encode()).hexdigest()
+        key = json.dumps(shape, sort_keys=True)
         if key not in self._masks:
             self._masks[key] = band_mask(feat, self.n)
+        self._by_object[id(feat)] = (feat, self._masks[key])
         return self._masks[key]
+
+    def prepare_chamfers(self, pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> None:
+        """Compute the Chamfer distances of many pairs with one distance query per curve.
+
+        Each curve is asked once for the distances of all the samples paired with it; every number is
+        the one :func:`chamfer_distance` gives for the pair alone (each point's distance is computed on
+        its own, and each pair's mean is over the same 128 values).
+        """
+        todo = [(a, b) for a, b in pairs if not self._cached(a, b)]
+        if not todo:
+            return
+        queries: dict[int, tuple[Mapping[str, Any], list[Mapping[str, Any]]]] = {}
+        for a, b in todo:
+            queries.setdefault(id(b), (b, []))[1].append(a)
+            queries.setdefault(id(a), (a, []))[1].append(b)
+        means: dict[tuple[int, int], float] = {}
+        for curve, others in queries.values():
+            pts = np.vstack([self.curves.samples(o, CURVE_POINTS) for o in others])
+            d = distance_to_curve(curve, pts[:, 0], pts[:, 1], self.curves).reshape(len(others), -1)
+            for o, row in zip(others, d, strict=True):
+                means[(id(o), id(curve))] = row.mean()
+        for a, b in todo:
+            value = float(0.5 * (means[(id(a), id(b))] + means[(id(b), id(a))]))
+            self._chamfer[self._key(a, b)] = (a, b, value)
+
+    @staticmethod
+    def _key(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[int, int]:
+        return (id(a), id(b)) if id(a) <= id(b) else (id(b), id(a))
+
+    def _cached(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        hit = self._chamfer.get(self._key(a, b))
+        return hit is not None and ((hit[0] is a and hit[1] is b) or (hit[0] is b and hit[1] is a))
+
+    def chamfer(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+        """:func:`chamfer_distance` of two features, computed once per pair (it is symmetric)."""
+        if not self._cached(a, b):
+            self._chamfer[self._key(a, b)] = (a, b, chamfer_distance(a, b, cache=self.curves))
+        return self._chamfer[self._key(a, b)][2]
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -95,6 +146,9 @@ def match_features(
     npred, nref = len(pred), len(ref)
     if npred == 0 or nref == 0:
         return []
+    masks.prepare_chamfers(
+        [(p, r) for p in pred for r in ref if p["source_id"] == r["source_id"] and p["source_id"] != UNCERTAIN]
+    )
     size = npred + nref
     cost = np.full((size, size), _FORBIDDEN)
     ious = np.zeros((npred, nref))
@@ -104,7 +158,7 @@ def match_features(
                 ious[i, j] = _iou(masks(p), masks(r)) if (masks(p).any() or masks(r).any()) else 0.0
                 # Pairs of equal IoU (e.g. none overlapping) go to the nearest curves, not to list order:
                 # a tie-break below 1e-9, far under any IoU difference a raster can resolve.
-                d = chamfer_distance(p, r)
+                d = masks.chamfer(p, r)
                 cost[i, j] = 1.0 - ious[i, j] + TIE_BREAK * d / (1.0 + d)
     cost[np.arange(npred), nref + np.arange(npred)] = UNMATCHED_COST
     cost[npred + np.arange(nref), np.arange(nref)] = UNMATCHED_COST
@@ -127,8 +181,8 @@ def _radii(feat: Mapping[str, Any]) -> tuple[float, float] | None:
     return feat["rx_deg"], feat.get("ry_deg", feat["rx_deg"])
 
 
-def _pair_details(p: Mapping[str, Any], r: Mapping[str, Any], iou: float) -> dict[str, Any]:
-    d = chamfer_distance(p, r)
+def _pair_details(p: Mapping[str, Any], r: Mapping[str, Any], iou: float, masks: MaskCache) -> dict[str, Any]:
+    d = masks.chamfer(p, r)
     out: dict[str, Any] = {
         "pred_id": p["id"],
         "ref_id": r["id"],
@@ -192,7 +246,7 @@ def score_report(pred: Mapping[str, Any], rec: Mapping[str, Any], masks: MaskCac
     for f in rf:
         ur |= masks(f)
     iou = _iou(up, ur)
-    pairs = [_pair_details(pf[i], rf[j], v) for i, j, v in match_features(pf, rf, masks)]
+    pairs = [_pair_details(pf[i], rf[j], v, masks) for i, j, v in match_features(pf, rf, masks)]
     m, denom = len(pairs), max(len(pf), len(rf))
     c = sum(p["c"] for p in pairs) / denom if denom else 1.0
     f1 = 2 * m / (len(pf) + len(rf)) if denom else 1.0
@@ -310,7 +364,7 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
     if not RASTER_MIN <= raster_n <= RASTER_MAX:
         raise InputError(f"raster size {raster_n} outside {RASTER_MIN}-{RASTER_MAX}", None, "raster_n")
     masks = MaskCache(raster_n)
-    fine = MaskCache(min(2 * raster_n, RASTER_MAX)) if raster_n < RASTER_MAX else None
+    fine = MaskCache(min(2 * raster_n, RASTER_MAX), share=masks) if raster_n < RASTER_MAX else None
     excluded_records, excluded_targets = [], []
     reasons: Counter[str] = Counter()
     eligible: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
