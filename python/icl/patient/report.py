@@ -54,10 +54,19 @@ def print_summary(result: Mapping[str, Any], console: Console | None = None) -> 
     rc = result["raster_check"]
     if rc["fine_n"]:
         head.add_row(
-            f"thin-band IoU change {rc['raster_n']} -> {rc['fine_n']} (max)",
-            f"{_f(rc['max_abs_iou_difference'], 4)} over {rc['reports_with_thin_bands']} reports",
+            f"fine-raster IoU change {rc['raster_n']} -> {rc['fine_n']} (max)",
+            f"{_f(rc['max_abs_iou_difference'], 4)} over {rc['reports_rechecked']} reports "
+            f"({', '.join(rc['reasons']) or 'none needed'})",
         )
+    sb = result["selection_bias"]
+    head.add_row(
+        "share 'present': eligible / excluded (Fisher p)",
+        f"{_f(sb['present_share']['eligible'])} / {_f(sb['present_share']['excluded'])} "
+        f"({_f(sb['present_share']['fisher_exact_p'], 3)})",
+    )
     console.print(head)
+    for w in sb["warnings"]:
+        console.print(f"selection bias: {w}", highlight=False)
     if result["exclusions"]["by_reason"]:
         ex = Table(title="Excluded from the main score (records per reason)")
         ex.add_column("reason")

@@ -34,6 +34,62 @@ def report_schema() -> dict[str, Any]:
 
 
 @functools.cache
+def questionnaire() -> dict[str, Any]:
+    """Return the questionnaire (``cases/patient/questionnaire.json``)."""
+    return load_json(cases_dir() / "patient" / "questionnaire.json")
+
+
+@functools.cache
+def _items(condition: str) -> dict[str, dict[str, Any]]:
+    """Items a record of ``condition`` may answer: the common ones and the condition's extra ones."""
+    q = questionnaire()
+    extra = next((c["extra_items"] for c in q["conditions"] if c["id"] == condition), [])
+    return {it["id"]: it for it in [*q["common_items"], *extra]}
+
+
+def check_answers(rec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Check a record's answers against the questionnaire; returns (field, message) or None.
+
+    Keys are ``<condition>.<item>`` of the record's own condition; an answered choice is one of the
+    item's options, a scale an integer in its range, a text a string. ``presence`` and the three 0-10
+    items must agree with the record's ``presence`` and ``symptoms``.
+    """
+    cond = rec["condition_id"]
+    items = _items(cond)
+    answers = rec.get("answers", {})
+    for key, ans in answers.items():
+        where = f"answers[{key!r}]"
+        prefix, _, item_id = key.partition(".")
+        if prefix != cond:
+            return where, f"answers of this record are keyed by its condition {cond!r}"
+        item = items.get(item_id)
+        if item is None:
+            return where, f"{item_id!r} is not an item of condition {cond} (questionnaire.json: {sorted(items)})"
+        if ans["code"] != "answered":
+            continue
+        v, kind = ans["value"], item["kind"]
+        if kind == "choice" and v not in item["options"]:
+            return f"{where}.value", f"{v!r} is not one of the options {item['options']}"
+        if kind == "scale" and not (
+            isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer()
+            and item["min"] <= v <= item["max"]
+        ):
+            return f"{where}.value", f"expected an integer {item['min']}-{item['max']}, got {v!r}"
+        if kind == "text" and not isinstance(v, str):
+            return f"{where}.value", f"expected text, got {v!r}"
+    presence = answers.get(f"{cond}.presence")
+    if presence is not None and presence["code"] == "answered":
+        implied = "present" if presence["value"] == "yes" else "absent"
+        if rec["presence"] != implied:
+            return "presence", f"{rec['presence']!r} contradicts the answer {presence['value']!r} to {cond}.presence"
+    for item_id in ("visibility", "bother", "impact_7d"):
+        ans = answers.get(f"{cond}.{item_id}")
+        if ans is not None and ans["code"] == "answered" and rec["symptoms"].get(item_id) != ans["value"]:
+            return f"symptoms.{item_id}", f"{rec['symptoms'].get(item_id)!r} contradicts the answer {ans['value']!r}"
+    return None
+
+
+@functools.cache
 def prediction_schema() -> dict[str, Any]:
     """Return the JSON schema of a prediction file."""
     return load_json(cases_dir() / "patient" / "prediction.schema.json")
@@ -238,6 +294,9 @@ def validate_reports(obj: Mapping[str, Any], file: str) -> Reports:
             raise InputError(
                 "a report of no visible structure cannot carry features", file, f"{where}.features"
             )
+        bad = check_answers(rec)
+        if bad:
+            raise InputError(bad[1], file, f"{where}.{bad[0]}")
         targets.setdefault(rec["target_id"], []).append(rec)
     kind = kinds.pop() if kinds else "synthetic"
     return Reports(
@@ -295,6 +354,15 @@ def load_predictions(path: str | os.PathLike, sources: Mapping[str, list[str]] |
     extra = sorted(set(obj) - {"predictions", "schema_version", "fictional", "description"})
     if extra:
         out.fatal = str(InputError(f"unknown top-level field {extra[0]!r}", file, extra[0]))
+        return out
+    if "schema_version" in obj and obj["schema_version"] != SCHEMA_VERSION:
+        out.fatal = str(
+            InputError(
+                f"this scorer reads schema {SCHEMA_VERSION!r}, the file says {obj['schema_version']!r}",
+                file,
+                "schema_version",
+            )
+        )
         return out
     for i, entry in enumerate(obj["predictions"]):
         tid = entry.get("target_id") if isinstance(entry, dict) else None

@@ -27,6 +27,7 @@ from icl.patient.geometry import (
     RASTER_MIN,
     band_mask,
     chamfer_distance,
+    curve_samples,
     distance_to_curve,
     inside_frame,
 )
@@ -290,10 +291,15 @@ def record_exclusions(rec: Mapping[str, Any], masks: MaskCache) -> list[str]:
     if cal["ruler_mm"] is None or cal["viewing_distance_mm"] is None:
         why.append("not_calibrated")
     stim = rec["stimulus"]
-    if any(stim[k] is None for k in MEASURED_STIMULUS) or (
-        rec["condition_id"].startswith("P03") and stim.get("gaze_deg") is None
-    ):
+    if any(stim[k] is None for k in MEASURED_STIMULUS):
         why.append("unmeasured_stimulus")
+    if rec["condition_id"] == "P03" and (
+        stim.get("gaze_deg") is None
+        or any(s.get("world_x_deg") is None or s.get("world_y_deg") is None for s in stim["sources"])
+    ):
+        why.append("p03_world_source_or_gaze_unknown")  # the condition is defined by them
+    if rec["condition_id"] == "P05" and stim.get("held_constant") is None:
+        why.append("p05_held_constant_unknown")  # luminance or total flux: the prediction depends on which
     if presence == "present" and not rec["features"]:
         why.append("present_without_features")
     if any(f["source_id"] == UNCERTAIN for f in rec["features"]):
@@ -399,6 +405,7 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
     targets_out: dict[str, Any] = {}
     pairs_all: list[dict[str, Any]] = []
     thin_checks: list[float] = []
+    fine_reasons: Counter[str] = Counter()
     for pid, tgts in sorted(eligible.items()):
         for tid, recs in sorted(tgts.items()):
             agree[pid][tid] = [
@@ -422,7 +429,9 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
                     pv, rv = (pred.get("symptoms") or {}).get(k), rec["symptoms"][k]
                     if pv is not None and rv is not None:
                         sym[k][pid].setdefault(tid, []).append(abs(pv - rv))
-                if fine is not None and _has_thin_band(pred, rec, raster_n):
+                why_fine = fine_check_reasons(pred, rec, raster_n) if fine is not None else []
+                if why_fine:
+                    fine_reasons.update(why_fine)
                     thin_checks.append(abs(score_report(pred, rec, fine)["iou"] - r["iou"]))
             s_vals[pid][tid] = [r["S"] for r in reps.values()]
             targets_out[tid] = {"score": float(np.mean(s_vals[pid][tid])), "repeats": reps}
@@ -477,9 +486,11 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
         "raster_check": {
             "raster_n": raster_n,
             "fine_n": fine.n if fine else None,
-            "reports_with_thin_bands": len(thin_checks),
+            "reports_rechecked": len(thin_checks),
+            "reasons": dict(sorted(fine_reasons.items())),
             "max_abs_iou_difference": max(thin_checks) if thin_checks else None,
         },
+        "selection_bias": selection_bias(reports, eligible),
         "parameters": {
             "raster_n": raster_n,
             "frame_deg": FRAME_DEG,
@@ -495,10 +506,97 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
     }
 
 
-def _has_thin_band(pred: Mapping[str, Any], rec: Mapping[str, Any], n: int) -> bool:
-    """Return True for a band under two pixels wide, where the raster size matters most."""
+FINE_WIDTH_PX = 2.0  # a band narrower than this many pixels
+FINE_EXTENT_PX = 4.0  # a structure whose curve spans fewer pixels than this
+FINE_AXIS_RATIO = 3.0  # an ellipse this elongated (eccentricity >= 0.94)
+
+
+def fine_check_reasons(pred: Mapping[str, Any], rec: Mapping[str, Any], n: int) -> list[str]:
+    """Why a report is re-scored on the finer raster: where the raster size matters most.
+
+    Thin bands (narrower than ``FINE_WIDTH_PX`` pixels), tiny structures (a curve spanning fewer than
+    ``FINE_EXTENT_PX`` pixels) and very eccentric ellipses (axis ratio at least ``FINE_AXIS_RATIO``,
+    or a minor semi-axis under ``FINE_WIDTH_PX`` pixels), in the prediction or the report.
+    """
     pitch = 2 * FRAME_DEG / n
-    return any(f["width_deg"] < 2 * pitch for f in list(pred["features"]) + list(rec["features"]))
+    why = set()
+    for f in list(pred["features"]) + list(rec["features"]):
+        if f["width_deg"] < FINE_WIDTH_PX * pitch:
+            why.add("thin_band")
+        pts = curve_samples(f) if f["kind"] != "freehand" else np.asarray(f["points_deg"], dtype=float)
+        if np.ptp(pts, axis=0).max() < FINE_EXTENT_PX * pitch:
+            why.add("tiny_structure")
+        if f["kind"] == "ellipse":
+            lo, hi = sorted((f["rx_deg"], f["ry_deg"]))
+            if hi >= FINE_AXIS_RATIO * lo or lo < FINE_WIDTH_PX * pitch:
+                why.add("eccentric_ellipse")
+    return sorted(why)
+
+
+def selection_bias(reports: Reports, eligible: Mapping[str, Mapping[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """Compare the records the exclusions keep with those they drop.
+
+    Excluded reports are not "no halo": if exclusions fall mostly on one kind of report (those that saw
+    something, one condition, one patient), the score describes a selected subset. Reported: the
+    share of ``present`` reports in each group with Fisher's exact test, mean symptom grades, the
+    excluded share per condition and per patient, and warnings when a difference is large.
+    """
+    from scipy.stats import fisher_exact
+
+    kept = {(r["target_id"], r["repeat_id"]) for t in eligible.values() for recs in t.values() for r in recs}
+    groups: dict[str, list[dict[str, Any]]] = {"eligible": [], "excluded": []}
+    for rec in reports.records:
+        groups["eligible" if (rec["target_id"], rec["repeat_id"]) in kept else "excluded"].append(rec)
+
+    def present_share(recs: list[dict[str, Any]]) -> tuple[int, int]:
+        known = [r for r in recs if r["presence"] in ("present", "absent")]
+        return sum(r["presence"] == "present" for r in known), len(known)
+
+    (pe, ne), (px, nx) = present_share(groups["eligible"]), present_share(groups["excluded"])
+    fisher_p = None
+    if ne and nx:
+        fisher_p = float(fisher_exact([[pe, ne - pe], [px, nx - px]])[1])
+    warnings = []
+    if fisher_p is not None and fisher_p < 0.05:
+        warnings.append(
+            f"presence differs between eligible ({pe}/{ne}) and excluded ({px}/{nx}) reports (Fisher p = "
+            f"{fisher_p:.3g}): the score describes a selected subset"
+        )
+
+    def share_by(key: str) -> dict[str, float]:
+        out = {}
+        for value in sorted({r[key] for r in reports.records}):
+            recs = [r for r in reports.records if r[key] == value]
+            out[value] = sum((r["target_id"], r["repeat_id"]) not in kept for r in recs) / len(recs)
+        return out
+
+    by_condition, by_patient = share_by("condition_id"), share_by("patient_id")
+    overall = len(groups["excluded"]) / len(reports.records) if reports.records else 0.0
+    for name, shares in (("condition", by_condition), ("patient", by_patient)):
+        for value, share in shares.items():
+            if share == 1.0:
+                warnings.append(f"{name} {value}: every record excluded, it is absent from the score")
+            elif share >= 0.5 and share > 2 * overall:
+                warnings.append(f"{name} {value}: {share:.0%} of records excluded (overall {overall:.0%})")
+    symptoms = {
+        k: {
+            g: _mean([r["symptoms"][k] for r in recs if r["symptoms"].get(k) is not None])
+            for g, recs in groups.items()
+        }
+        for k in SYMPTOMS
+    }
+    return {
+        "records": {g: len(recs) for g, recs in groups.items()},
+        "present_share": {
+            "eligible": pe / ne if ne else None,
+            "excluded": px / nx if nx else None,
+            "fisher_exact_p": fisher_p,
+        },
+        "symptom_means": symptoms,
+        "excluded_share_by_condition": by_condition,
+        "excluded_share_by_patient": by_patient,
+        "warnings": warnings,
+    }
 
 
 def _interval_summary(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
