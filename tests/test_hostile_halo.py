@@ -188,3 +188,37 @@ def test_bad_condition_id_in_the_release_is_a_clear_error(release, tmp_path):
     assert res.exit_code == 2 and "halo_cases.json: cases[0].conditions[0].id: bad condition id" in res.output
     assert out.read_text() == "previous"  # an error never touches an existing score file
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release", "score.json"]
+
+
+def test_test_split_answers_are_not_reachable_by_symlink(release, tmp_path):
+    # A test-split submission made of links to the private answers scores 0, never 100.
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    test = load_json(release / "public" / "halo_cases_test.json")
+    for case in test["cases"]:
+        for c in case["conditions"]:
+            (sub / f"{c['id']}.npz").symlink_to(release / "private" / "test" / f"{c['id']}.npz")
+    out = tmp_path / "score.json"
+    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(release), "--submission", str(sub),
+                                    "--output", str(out), "--split", "test"])
+    assert res.exit_code == 0, res.output
+    doc = load_json(out)
+    assert doc["split"] == "test" and doc["halo_development_score"] == 0.0
+    reasons = {c["reason"] for case in doc["cases"].values() for c in case["conditions"].values()}
+    assert reasons == {"symbolic links are not followed"}
+
+
+def test_missing_or_hostile_test_split_is_a_clear_error(release, tmp_path):
+    fake = tmp_path / "release"
+    shutil.copytree(release / "public", fake / "public")
+    (fake / "public" / "halo_cases_test.json").unlink()
+    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path),
+                                    "--output", str(tmp_path / "s.json"), "--split", "test"])
+    assert res.exit_code == 2 and "halo_cases_test.json" in res.output
+    cases = load_json(release / "public" / "halo_cases_test.json")
+    cases["cases"][0]["conditions"][0]["id"] = "../H01_a"  # would reach a development answer
+    (fake / "public" / "halo_cases_test.json").write_text(__import__("json").dumps(cases))
+    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path),
+                                    "--output", str(tmp_path / "s.json"), "--split", "test"])
+    assert res.exit_code == 2 and "halo_cases_test.json: cases[0].conditions[0].id: bad condition id" in res.output
+    assert not (tmp_path / "s.json").exists()

@@ -149,3 +149,25 @@ def run_baseline(release: str | Path, output: str | Path, mode: str, progress: b
             written.append(cid)
             bar.advance(task)
     return written
+
+
+def baseline_table(release: str | Path, output: str | Path, splits: tuple[str, ...] = ("dev", "test"),
+                   progress: bool = True) -> list[dict]:
+    """Run every baseline on each split of ``release``, score it, and return one row per (split, mode).
+
+    Runs and score files go to ``output/<split>/<mode>/`` (``score.json`` beside the arrays). A row holds
+    the headline and the two diagnostic subscores.
+    """
+    from icl.halo.evaluate import evaluate, load_release, write_score
+
+    rows = []
+    for split in splits:
+        loaded = load_release(release, split)
+        for mode in MODES:
+            sub = Path(output) / split / mode
+            run_baseline(release, sub, mode, progress=progress, split=split)
+            doc = evaluate(release, sub, loaded, split=split)
+            write_score(doc, sub / "score.json")
+            rows.append({"split": split, "mode": mode, "score": doc["halo_development_score"],
+                         **doc["diagnostic_subscores"]})
+    return rows

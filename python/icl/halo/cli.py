@@ -54,6 +54,25 @@ def halo_baseline(release: str, output: str, mode: str, split: str) -> None:
     click.echo(f"{mode}: wrote {len(written)} conditions to {output}")
 
 
+@click.command("halo-baselines")
+@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--output", required=True, type=click.Path(file_okay=False),
+              help="Folder for the runs: OUTPUT/<split>/<mode>/ with score.json.")
+@click.option("--split", "splits", multiple=True, default=("dev", "test"), show_default=True,
+              type=click.Choice(["dev", "test"]), help="Splits to run (repeat the option for several).")
+def halo_baselines(release: str, output: str, splits: tuple[str, ...]) -> None:
+    """Run every baseline on each split, score it and print the table of docs/halo.md."""
+    from icl.halo.baselines import baseline_table
+
+    rows = baseline_table(release, output, splits, progress=sys.stderr.isatty())
+    click.echo("| split | baseline | score | position-bearing | fixation |")
+    click.echo("|---|---|---|---|---|")
+    for r in rows:
+        cells = [f"{v:.2f}" if v is not None else "-" for v in
+                 (r["score"], r["position_bearing_cases"], r["fixation_cases"])]
+        click.echo(f"| {r['split']} | {r['mode']} | " + " | ".join(cells) + " |")
+
+
 @click.command("halo-evaluate")
 @click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--submission", required=True, type=click.Path(file_okay=False))
@@ -85,4 +104,4 @@ def halo_validate_prediction(file: str) -> None:
     click.echo(f"{file}: valid")
 
 
-COMMANDS = [halo_generate, halo_baseline, halo_evaluate, halo_validate_prediction]
+COMMANDS = [halo_generate, halo_baseline, halo_baselines, halo_evaluate, halo_validate_prediction]
