@@ -1,4 +1,4 @@
-"""Map a thick eye onto the thin-phase model's parameters (DESIGN.md section 3).
+"""Map a thick eye onto the thin-phase model's parameters (docs/conventions.md, "The thin-phase eye").
 
 The thin model's pupil is the thick eye's entrance pupil. Its terms are read off the traced wavefronts:
 ``eye_excess_d`` is -2 x the curvature of the host eye's OPD (no implant), the ICL power is -2 x the curvature
@@ -139,7 +139,7 @@ def icl_plane_heights(
 
 @dataclass(frozen=True)
 class TracedThinPupil:
-    """The thin-phase ICL of DESIGN.md section 3, placed on the ICL plane, added to the host eye's traced
+    """The thin-phase ICL (docs/conventions.md), placed on the ICL plane, added to the host eye's traced
     wavefront.
 
     ``P = A_eye exp(2 pi i W_eye / lambda) * [(1 - f) + f exp(2 pi i W_icl / lambda)]`` with
@@ -231,7 +231,7 @@ def thin_on_traced(pupil: ThickPupil, wavelength_nm: float = 550.0, samples: int
     The ICL plane is the implant's back vertex plane. ``W_lens - W_eye`` (the traced lens-path wavefront
     minus the host's) is fitted, in ICL-plane coordinates ``h``, over the optic outside the hole by
     ``-(K/2)|h - c|^2 + const``: ``K`` is the thin power and ``c`` the effective centre, which the thin
-    model gives to the optic and its hole together (DESIGN.md section 3). ``c`` differs from the implant's
+    model gives to the optic and its hole together (docs/conventions.md). ``c`` differs from the implant's
     decentre by about 0.5 %: the prism at the ICL moves the ray on the crystalline lens 0.5 mm behind it,
     whose power adds to the prism. Hole and optic zone diameters are the implant's own.
     """

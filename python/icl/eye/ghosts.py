@@ -7,7 +7,7 @@ refuses such a grid rather than alias it). With that much wavefront error diffra
 only at its edges, so the ray density is the right intensity: rays on a uniform grid of the entrance pupil,
 each carrying its cell's share of the flux times its Fresnel weight, are binned into detector pixels.
 
-Angles follow the convention of the pupil model (DESIGN.md section 3): a retinal offset ``d`` (mm) from
+Angles follow the convention of the pupil model (docs/conventions.md): a retinal offset ``d`` (mm) from
 the host chief ray's point is the angle ``d / f`` with ``f`` the implanted eye's equivalent focal length,
 added to the source position.
 """

@@ -452,7 +452,7 @@ def example_package(
         "format": "icl-detector/1",
         "description": "Small detector for the example (+-4.3 arcmin).",
         "n": param(128, "pixels", "case definition", "synthetic"),
-        "pitch_arcsec": param(4.0, "arcsec", "DESIGN.md section 2 pitch", "synthetic"),
+        "pitch_arcsec": param(4.0, "arcsec", "docs/conventions.md detector pitch", "synthetic"),
     }
     return {"eye": eye, "implant": implant, "illumination": illumination, "detector": detector}
 

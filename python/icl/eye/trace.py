@@ -1,6 +1,6 @@
 """Python side of the ray tracer: surfaces, rigid placement and ray batches (structure of arrays).
 
-Lengths in mm; the eye's optical axis is +z (light travels towards +z), +x right, +y up (DESIGN.md section 2).
+Lengths in mm; the eye's optical axis is +z (light travels towards +z), +x right, +y up (docs/conventions.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Generate the halo-forensics release: physical halo images mixed with forged ones.
 
-Every image claims a *stated condition* (a scene, DESIGN.md section 4). A genuine image is a render of
+Every image claims a *stated condition* (a scene, docs/formats.md). A genuine image is a render of
 its stated scene with what the statement leaves open drawn inside published tolerances (flux, pupil
 diameter, decentre, residual defocus and cylinder) plus detector noise, so that no re-render of the
 stated scene matches it exactly. Forged images change a render by about as much as the tolerances do:
@@ -56,7 +56,7 @@ DEFAULT_SEED = 20261003  # the public development release the documented measure
 
 
 def axis_arcmin() -> np.ndarray:
-    """Pixel-centre coordinates of the release detector (arcmin), DESIGN.md section 2."""
+    """Pixel-centre coordinates of the release detector (arcmin), docs/conventions.md."""
     return (np.arange(N_PIXELS) - (N_PIXELS - 1) / 2) * PITCH_ARCSEC / 60
 
 

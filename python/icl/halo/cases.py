@@ -1,7 +1,7 @@
 """Halo case definitions: load and validate ``cases/halo/*.json`` and derive analytic expectations.
 
-A runnable case (``H01``-``H14``) holds two conditions ``a`` and ``b``, each a scene of DESIGN.md
-section 4 plus two declared flags:
+A runnable case (``H01``-``H14``) holds two conditions ``a`` and ``b``, each a scene
+(docs/formats.md) plus two declared flags:
 
 ``calibration_ring``
     A concentric calibration condition: one monochromatic point source, no hole, no cylinder and no

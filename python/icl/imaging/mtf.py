@@ -13,7 +13,7 @@ Two routes, both from what the far-field engine produces:
   divided by the pixel MTF, which is returned as the error bound.
 
 Frequencies are in cycles per degree of visual angle; the OTF is normalised to 1 at zero frequency
-for the MTF (the unnormalised value at 0 is the recorded flux). Arrays follow DESIGN.md: row = +y
+for the MTF (the unnormalised value at 0 is the recorded flux). Arrays follow docs/conventions.md: row = +y
 frequency, column = +x frequency, zero frequency at index ``m // 2``.
 """
 
@@ -221,7 +221,7 @@ def otf_from_detector(image: np.ndarray, pitch_arcsec: float, centre_arcmin: tup
     Parameters
     ----------
     image : ndarray, shape (n, n)
-        Pixel flux with the DESIGN.md grid (origin between the four central pixels).
+        Pixel flux on the detector grid of docs/conventions.md (origin between the four central pixels).
     pitch_arcsec : float
         Pixel pitch.
     centre_arcmin : (x, y)

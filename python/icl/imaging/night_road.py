@@ -1,6 +1,6 @@
 """Multi-variant scene runs: linear retinal images, fixed-mapping previews and a side-by-side figure.
 
-A scene spec is DESIGN.md section 4's scene JSON (``detector`` and ``sources``) plus ``variants``
+A scene spec is the scene JSON of docs/formats.md (``detector`` and ``sources``) plus ``variants``
 (name -> pupil JSON), optional ``display`` (:class:`~icl.imaging.display.DisplayMapping` fields),
 ``flux_unit`` (what one unit of source flux is) and free-text ``notes`` and ``labels``.
 """

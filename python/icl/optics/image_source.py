@@ -40,8 +40,8 @@ class ImageMap:
     Parameters
     ----------
     values : array_like, shape (rows, cols)
-        Non-negative, finite linear radiance; row index grows with +y, column with +x (DESIGN.md
-        section 2). Only the shape of the distribution matters: it is scaled to unit sum, and the
+        Non-negative, finite linear radiance; row index grows with +y, column with +x
+        (docs/conventions.md). Only the shape of the distribution matters: it is scaled to unit sum, and the
         source's ``flux`` sets the total.
     pitch_arcsec : float
         Side of one map cell (arcsec). The map is centred on the source position.

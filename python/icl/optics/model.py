@@ -222,7 +222,7 @@ class Pupil:
 
 @dataclass(frozen=True)
 class Detector:
-    """Square detector on the observation-angle tangent plane (DESIGN.md section 2).
+    """Square detector on the observation-angle tangent plane (docs/conventions.md).
 
     Parameters
     ----------

@@ -116,7 +116,7 @@ def sample_step(scene: Scene) -> int:
 
 
 def support_samples(scene: Scene, sampling: Sampling, q: int = 1) -> int:
-    """Side of the (even) PSF support window in samples q pixels apart (DESIGN.md section 4's radius)."""
+    """Side of the (even) PSF support window in samples q pixels apart (the radius of docs/conventions.md, "Scenes")."""
     det = scene.detector
     if sampling.support_arcmin is not None:
         radius = sampling.support_arcmin

@@ -49,7 +49,7 @@ class Sampling:
         the 0.36 mm hole (about 29 samples across it at the default).
     support_arcmin : float or None
         Half-width of the PSF support window; by default detector half-width + largest source offset
-        + largest extent radius (DESIGN.md section 4).
+        + largest extent radius (docs/conventions.md, "Scenes").
     tap_tolerance : float
         Largest error allowed in the pixel-integration filter's response on the intensity band.
 

@@ -2,8 +2,8 @@
 
 Every physical parameter is ``{value, unit, source, uncertainty, status}`` with status one of
 ``measured``, ``documented``, ``synthetic``, ``estimated``, ``unknown`` (seed section 3). A case folder
-holds the four files; :func:`scene_from_package` turns its thin-phase equivalent into a DESIGN.md
-section 4 scene.
+holds the four files; :func:`scene_from_package` turns its thin-phase equivalent into a scene
+(docs/formats.md).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def value(pkg: dict, dotted: str) -> Any:
 
 
 def scene_from_package(pkg: dict) -> dict:
-    """The thin-phase scene (DESIGN.md section 4) described by a case's data package."""
+    """The thin-phase scene (docs/formats.md) described by a case's data package."""
     v = lambda d: value(pkg, d)  # noqa: E731
     hole_model = v("implant.hole_model")
     icl = {"power_d": v("implant.thin_power"), "cylinder_d": v("implant.cylinder"),
