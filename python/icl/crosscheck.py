@@ -16,6 +16,7 @@ kernel); the record says so.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import replace
@@ -174,19 +175,49 @@ def lobe_mask(axis: np.ndarray, lobes: list[tuple[tuple[float, float], float]]) 
 def crosscheck_images(scenes: dict, images: dict, scales: dict[str, float], others: str) -> dict:
     """Cross-check scene images (one per case) rendered by the FFT engine.
 
-    ``others`` explains the cases of ``images`` without a scene here (another engine, which the second
+    ``scenes`` are :class:`Scene` objects or their JSON form. ``others`` explains the cases of ``images``
+    without a scene here (another engine, which the second
     solver cannot follow). Returns ``{"cases": {case: record}, "ranked": bool, "reason": str | None}``;
     the reference is not ranked when any case fails.
     """
     cases, failed = {}, []
     for case, img in images.items():
         if case in scenes:
-            cases[case] = crosscheck(scenes[case], img, scales, summed=True)
+            scene = scenes[case] if isinstance(scenes[case], Scene) else Scene.from_dict(scenes[case])
+            cases[case] = crosscheck(scene, img, scales, summed=True)
             if not cases[case]["ranked"]:
                 failed.append(f"case {case}: {cases[case]['reason']}")
         else:
             cases[case] = {"methods": [], "metrics": {}, "ranked": True, "reason": None, "note": others}
     return {"cases": cases, "ranked": not failed, "reason": "; ".join(failed) if failed else None}
+
+
+PSF_CHECK_KINDS = ("psf", "pair", "rotation", "repeat", "solutions")  # checks on the relative L1 of PSFs
+THICK_NOTE = ("thick sequential eye: no second wave solver follows its traced pupil; its tracer is checked "
+              "against optiland on the lens path (icl.eye.optiland_check)")
+
+
+def smallest_tolerance(checks, kinds: tuple[str, ...] = PSF_CHECK_KINDS) -> float | None:
+    """Smallest tolerance among ``checks`` (objects with ``kind`` and ``tolerance``) of the given kinds."""
+    tols = [c.tolerance for c in checks if c.kind in kinds and c.tolerance is not None]
+    return min(tols) if tols else None
+
+
+def with_true_values(doc: dict, noise: dict) -> dict:
+    """Copy a data package with its noisy parameters set back to their true values.
+
+    ``noise`` is ``{"file.name": {"true": v, ...}}``. The reference was computed from the true values; the
+    stated ones are what a solver reads.
+    """
+    out = json.loads(json.dumps(doc))
+    for dotted, entry in noise.items():
+        node = out
+        *path, last = dotted.split(".")
+        for key in path:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict) and isinstance(node.get(last), dict) and "value" in node[last]:
+            node[last]["value"] = entry["true"]
+    return out
 
 
 def attach(record: dict, check: dict) -> dict:

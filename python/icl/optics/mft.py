@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from scipy.special import roots_legendre
 
 from icl.optics.model import ARCSEC, Pupil, Scene, Source
 
@@ -48,19 +49,20 @@ class MftSampling:
     subpixel : int
         Gauss-Legendre nodes per pixel side for the pixel integration.
     chunk : int
-        Pupil columns transformed at once (memory only; the result does not depend on it).
+        Pupil columns transformed at once (memory and speed only).
 
     """
 
     nodes_per_cycle: float = 2.0
     min_nodes: int = 12
     subpixel: int = 3
-    chunk: int = 16
+    chunk: int = 64
 
 
 @lru_cache(maxsize=64)
 def _gauss(n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.polynomial.legendre.leggauss(n)
+    """Gauss-Legendre nodes and weights on [-1, 1] (SciPy's O(n) asymptotic rule for large n)."""
+    return roots_legendre(n)
 
 
 def _chord(disks: tuple[Disk, ...], u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +108,7 @@ def region_nodes(
     """
     pts = _breakpoints(disks)
     blocks = []
-    for a, b in zip(pts[:-1], pts[1:]):
+    for a, b in zip(pts[:-1], pts[1:], strict=True):
         half = 0.5 * (b - a)
         n_u = int(math.ceil(sampling.nodes_per_cycle * 0.5 * math.pi * freq_u * (b - a))) + sampling.min_nodes
         t, wt = _gauss(n_u)
@@ -217,24 +219,42 @@ def far_field(
     lam: float,
     theta_y: np.ndarray,
     theta_x: np.ndarray,
-    chunk: int = 16,
+    chunk: int = 64,
 ) -> np.ndarray:
-    """``E[i, j] = (1/lambda) sum c exp(-2 pi i (u theta_x[j] + v theta_y[i]) / lambda)``."""
+    """``E[(i, s), j] = (1/lambda) sum c exp(-2 pi i (u theta_x[j] + v theta_y[i, s]) / lambda)``.
+
+    ``theta_y`` is (rows, sub-nodes); output rows are in that order, flattened. When the rows are evenly
+    spaced the row kernel is advanced from row to row by one complex factor per node (``exp`` once per
+    node and sub-node instead of once per row): rounding grows by ~1e-16 per row.
+    """
     kk = -2j * math.pi / lam
-    out = np.zeros((theta_y.size, theta_x.size), dtype=complex)
+    rows, subs = theta_y.shape
+    out = np.zeros((rows * subs, theta_x.size), dtype=complex)
+    step = np.diff(theta_y[:, 0])
+    even = rows > 1 and bool(np.all(np.abs(step - step[0]) <= 1e-12 * np.abs(theta_y).max()))
     for u, v, c in quad:
         for a0 in range(0, u.size, chunk):
             sl = slice(a0, a0 + chunk)
-            # Rows first: g[i, a] = sum_b c[a, b] exp(kk v[a, b] theta_y[i]).
-            g = np.einsum("iab,ab->ia", np.exp(kk * theta_y[:, None, None] * v[None, sl, :]), c[sl])
-            out += g @ np.exp(kk * np.outer(u[sl], theta_x))
+            vs, cs = v[sl], c[sl]
+            # Rows first: g[i, s, a] = sum_b c[a, b] exp(kk v[a, b] theta_y[i, s]).
+            if even:
+                g = np.empty((rows, subs, vs.shape[0]), dtype=complex)
+                cur = np.exp(kk * theta_y[0][:, None, None] * vs[None]) * cs[None]
+                advance = np.exp(kk * step[0] * vs)
+                for i in range(rows):
+                    g[i] = cur.sum(axis=-1)
+                    if i + 1 < rows:
+                        cur *= advance
+            else:
+                g = np.einsum("isab,ab->isa", np.exp(kk * theta_y[:, :, None, None] * vs), cs)
+            out += g.reshape(rows * subs, -1) @ np.exp(kk * np.outer(u[sl], theta_x))
     return out / lam
 
 
 def _nodes(centres_rad: np.ndarray, pitch_rad: float, order: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sub-pixel Gauss-Legendre abscissae (pixel-major) and weights (fractions of the pixel)."""
+    """Sub-pixel Gauss-Legendre abscissae [pixel, node] and weights (fractions of the pixel)."""
     g, w = _gauss(order)
-    return (centres_rad[:, None] + 0.5 * pitch_rad * g[None, :]).ravel(), 0.5 * w
+    return centres_rad[:, None] + 0.5 * pitch_rad * g[None, :], 0.5 * w
 
 
 def point_component(
@@ -256,6 +276,7 @@ def point_component(
     g = sampling.subpixel
     ty, wy = _nodes((axis[rows] - source.y_arcmin) * 60 * ARCSEC, p, g)
     tx, wx = _nodes((axis[cols] - source.x_arcmin) * 60 * ARCSEC, p, g)
+    tx = tx.ravel()
     theta_max = (float(np.abs(tx).max()), float(np.abs(ty).max()))
     area = math.pi * (0.5e-3 * scene.pupil.diameter_mm) ** 2
     out = np.zeros((rows.size, cols.size))
