@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
+from icl.crosscheck import THICK_NOTE, attach, crosscheck_images, smallest_tolerance
 from icl.io import write_json, write_manifest, write_npz
 from icl.keys import ReleaseKey, write_key
 from icl.pro import references as ref
@@ -963,10 +964,12 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
         raise RuntimeError(f"{rec['id']}: references and auto checks differ: {sorted(missing)}")
     engines = sorted(set(b.engines.values()))
     engine = " + ".join(engines) if engines else "icl.pro.references (closed form / paraxial trace)"
-    write_json(out / "private" / "references" / f"{rec['id']}.json",
-               {"instance": rec["id"], "template": tpl.id, "split": rec["split"], "base_eye": rec["base_eye"],
-                "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines,
-                "checks": b.refs})
+    doc = {"instance": rec["id"], "template": tpl.id, "split": rec["split"], "base_eye": rec["base_eye"],
+           "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines, "checks": b.refs}
+    tol = smallest_tolerance(tpl.auto_checks)
+    thin = {c: scene_from_package(b.cases[c]) for c in b.psf if b.engines.get(c) == ref.ENGINE}
+    attach(doc, crosscheck_images(thin, b.psf, {"full_l1": tol} if tol else {}, THICK_NOTE))
+    write_json(out / "private" / "references" / f"{rec['id']}.json", doc)
     axis = (np.arange(DET_N) - (DET_N - 1) / 2.0) * DET_PITCH / 60.0
     for case, img in b.psf.items():
         write_npz(out / "private" / "psf" / rec["id"] / f"{case}.npz", psf=img, x_arcmin=axis, y_arcmin=axis)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from icl.crosscheck import not_ranked_reason
 from icl.errors import InputError
 from icl.io import load_json, load_npz
 from icl.pro.catalog import GROUPS, Catalog, Check, load_catalog
@@ -506,9 +507,13 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     rows = [r for r in table if r["split"] == split and (instances is None or r["id"] in instances)]
     checks_out, inst_scores, flags, clusters = [], {}, defaultdict(bool), {}
     result_issues: list[dict] = []
-    pending = 0
+    pending, not_ranked = 0, {}
     for row in rows:
-        refs = load_json(release / "private" / "references" / f"{row['id']}.json")["checks"]
+        ref_doc = load_json(release / "private" / "references" / f"{row['id']}.json")
+        if not_ranked_reason(ref_doc):  # its reference failed the two-solver cross-check: reported apart
+            not_ranked[row["id"]] = not_ranked_reason(ref_doc)
+            continue
+        refs = ref_doc["checks"]
         tpl = catalog.template(row["template"])
         if sets is None:
             root, refused = run_dir, None
@@ -545,7 +550,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
             "professional_score_status": ("development score: " + f"{pending} expert checks pending")
             if pending else "complete", "completion_rate": float(np.mean([v[2] for v in inst_scores.values()]))
             if inst_scores else 0.0, "cost": run_cost(sets), "checks": checks_out,
-            "result_issues": result_issues,
+            "result_issues": result_issues, "not_ranked": not_ranked,
             "instances": {k: {"template": v[0], "score": v[1], "cluster": clusters[k]} for k, v in inst_scores.items()}}
 
 
