@@ -55,8 +55,40 @@ def _guarded(cmd: click.Command) -> Callable[..., Any]:
     return run
 
 
+# Sections of ``icl --help``, in order: (title, test on the command name).
+SECTIONS = (
+    ("Start here", lambda n: n == "demo"),
+    ("Optics engine and imaging", lambda n: n in ("render", "mtf", "mtf-figure", "scene", "thick-fields")),
+    ("Thick eye", lambda n: n.startswith("eye-")),
+    ("Halo track", lambda n: n.startswith("halo-")),
+    ("Professional track", lambda n: n.startswith(("pro-", "review-"))),
+    ("Patient-perception layer", lambda n: n.startswith("patient-")),
+    ("Contest safety score and halo forensics", lambda n: n.startswith(("contest-", "forensics-"))),
+    ("Across tracks", lambda n: n == "calibrate"),
+)
+
+
+def one_line(cmd: click.Command) -> str:
+    """The whole first paragraph of a command's help, on one line (click would cut it at 45 characters)."""
+    text = (cmd.help or "").split("\n\n")[0]
+    return " ".join(text.split())
+
+
 class _Group(click.Group):
-    """Run each command inside :func:`icl.io.input_guard`; report bad input in one line, exit status 2."""
+    """Run each command inside :func:`icl.io.input_guard`; report bad input in one line, exit status 2.
+
+    ``icl --help`` lists the commands by track with their whole one-line descriptions.
+    """
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = [n for n in self.list_commands(ctx) if not self.get_command(ctx, n).hidden]
+        placed: set[str] = set()
+        for title, belongs in (*SECTIONS, ("Other commands", lambda n: True)):
+            rows = [(n, one_line(self.get_command(ctx, n))) for n in names if n not in placed and belongs(n)]
+            placed.update(n for n, _ in rows)
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows, col_max=24)
 
     def invoke(self, ctx: click.Context):
         from icl.io import input_guard

@@ -13,7 +13,8 @@ BASELINES = ("reference", "wrong-position", "no-halo", "fixed-circle")
 
 
 @click.command("demo")
-@click.option("--output", default="demo-output", show_default=True, type=click.Path(file_okay=False))
+@click.option("--output", default="demo-output", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the release, the four baseline runs and their scores.")
 @click.option("--no-gallery", is_flag=True, help="Skip the evaluator-only gallery.")
 @force_option
 def demo(output: str, no_gallery: bool, force: bool) -> None:

@@ -34,11 +34,13 @@ def forensics_generate(output: Path, seed: int | None, scheduler: str | None, wo
 
 
 @click.command("forensics-baseline")
-@click.option("--release", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--release", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="Release folder written by forensics-generate (only public/ is read).")
 @click.option(
     "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Submission JSON."
 )
-@click.option("--mode", type=click.Choice(["random", "physics"]), required=True)
+@click.option("--mode", type=click.Choice(["random", "physics"]), required=True,
+              help="random: seeded random scores; physics: re-render each stated condition and compare.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")
 def forensics_baseline(release: Path, output: Path, mode: str, seed: int) -> None:
     """Write a reference submission: seeded random scores or the physics-check heuristic."""
@@ -52,8 +54,10 @@ def forensics_baseline(release: Path, output: Path, mode: str, seed: int) -> Non
 
 
 @click.command("forensics-evaluate")
-@click.option("--release", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--submission", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--release", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="Release folder written by forensics-generate (with its private labels).")
+@click.option("--submission", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Submission JSON: a score per image and item.")
 @click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Score JSON.")
 def forensics_evaluate(release: Path, submission: Path, output: Path) -> None:
     """Score a submission with the contest rule: NH, DUP, SPL areas and the safety score S."""

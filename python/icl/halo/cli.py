@@ -40,10 +40,12 @@ def halo_generate(output: str, no_gallery: bool, test_variants: int, seed: int |
 
 
 @click.command("halo-baseline")
-@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--output", required=True, type=click.Path(file_okay=False))
+@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Release folder written by halo-generate (only public/ is read).")
+@click.option("--output", required=True, type=click.Path(file_okay=False), help="Submission folder to write.")
 @click.option("--mode", default="reference", show_default=True,
-              type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip"]))
+              type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip"]),
+              help="Which baseline to compute (docs/halo.md describes each).")
 @click.option("--split", default="dev", show_default=True, type=click.Choice(["dev", "test"]),
               help="Which split's public conditions to compute.")
 def halo_baseline(release: str, output: str, mode: str, split: str) -> None:
@@ -55,7 +57,8 @@ def halo_baseline(release: str, output: str, mode: str, split: str) -> None:
 
 
 @click.command("halo-baselines")
-@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Release folder written by halo-generate.")
 @click.option("--output", required=True, type=click.Path(file_okay=False),
               help="Folder for the runs: OUTPUT/<split>/<mode>/ with score.json.")
 @click.option("--split", "splits", multiple=True, default=("dev", "test"), show_default=True,
@@ -74,8 +77,10 @@ def halo_baselines(release: str, output: str, splits: tuple[str, ...]) -> None:
 
 
 @click.command("halo-evaluate")
-@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--submission", required=True, type=click.Path(file_okay=False))
+@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Release folder written by halo-generate (with its private references).")
+@click.option("--submission", required=True, type=click.Path(file_okay=False),
+              help="Submission folder: one <condition>.npz per condition of the split.")
 @click.option("--output", required=True, type=click.Path(dir_okay=False), help="score.json to write.")
 @click.option("--split", default="dev", show_default=True, type=click.Choice(["dev", "test"]),
               help="Which split's conditions to score.")

@@ -11,8 +11,9 @@ from icl.parallel import scheduler_options
 
 
 @click.command("pro-generate")
-@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--per-template", default=8, show_default=True, type=int)
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Release folder to write (new or empty; see --force).")
+@click.option("--per-template", default=8, show_default=True, type=int, help="Instances generated per template.")
 @click.option("--seed", default=None, type=click.IntRange(min=0),
               help="Make a public development release from this seed: anyone can rebuild its answers and it "
                    "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
@@ -36,11 +37,14 @@ def pro_generate(output: Path, per_template: int, seed: int | None, only: tuple[
 @click.command("pro-score")
 @click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--name", default="submission", show_default=True)
-@click.option("--split", default="test", show_default=True, type=click.Choice(["train", "dev", "test", "ood"]))
-@click.option("--reviews", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", default="submission", show_default=True, help="Submission name shown in the score and table.")
+@click.option("--split", default="test", show_default=True, type=click.Choice(["train", "dev", "test", "ood"]),
+              help="Split of the release to score.")
+@click.option("--reviews", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Expert reviews of this submission (review-merge output) for the expert checks.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the full score JSON here.")
-@click.option("--bootstrap-seed", default=20261027, show_default=True, type=int)
+@click.option("--bootstrap-seed", default=20261027, show_default=True, type=int,
+              help="Seed of the grouped bootstrap interval.")
 def pro_score(release: Path, runs: tuple[Path, ...], name: str, split: str, reviews: Path | None, output: Path | None,
               bootstrap_seed: int) -> None:
     """Score one to three independent RUNS (output folders) of one submission against RELEASE."""
@@ -80,7 +84,8 @@ def _table(scores: list[dict]) -> None:
 
 
 @click.command("pro-baselines")
-@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write the baseline submissions into.")
 def pro_baselines(output: Path) -> None:
     """Write the five baseline submissions (``run`` script, manifest, vendored icl) into OUTPUT."""
     from icl.pro.evaluate import write_baselines
@@ -92,11 +97,12 @@ def pro_baselines(output: Path) -> None:
 @click.command("pro-baselines-eval")
 @click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("baselines", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--work", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--work", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Working folder for the frozen copies, run outputs and logs.")
 @click.option("--per-template", default=4, show_default=True, type=int, help="Test instances per template to run.")
 @click.option("--runs", default=3, show_default=True, type=click.IntRange(1, 3), help="Independent runs per baseline.")
-@click.option("--cpus", default=4, show_default=True, type=int)
-@click.option("--memory", default="8G", show_default=True)
+@click.option("--cpus", default=4, show_default=True, type=int, help="CPU cores granted to each sandboxed run.")
+@click.option("--memory", default="8G", show_default=True, help="Memory limit of each sandboxed run, e.g. 8G.")
 @click.option("--timeout", "timeout_s", default=1200.0, show_default=True, type=float, help="Wall seconds per input set.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write every score JSON here.")
 def pro_baselines_eval(release: Path, baselines: Path, work: Path, per_template: int, runs: int, cpus: int, memory: str,

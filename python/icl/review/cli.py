@@ -37,9 +37,11 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, Path]:
     help="The submission folder, for its report.md and model/eye.json; repeatable.",
 )
 @click.option(
-    "--split", default="test", show_default=True, type=click.Choice(["train", "dev", "test", "ood"])
+    "--split", default="test", show_default=True, type=click.Choice(["train", "dev", "test", "ood"]),
+    help="Split of the release whose expert checks are packed.",
 )
-@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for packets.json and the private identity map.")
 def review_packets(
     release: Path, runs: tuple[str, ...], submissions: tuple[str, ...], split: str, output: Path
 ) -> None:
@@ -59,7 +61,8 @@ def review_packets(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Copy the page here instead of serving it.",
 )
-@click.option("--port", default=8738, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=8738, show_default=True, type=click.IntRange(0, 65535),
+              help="Port on 127.0.0.1 (0 picks a free one).")
 def review_page(output: Path | None, port: int) -> None:
     """Serve the offline review page on 127.0.0.1, or copy the single HTML file to OUTPUT."""
     from icl.io import atomic_write_bytes
@@ -91,7 +94,8 @@ def review_page(output: Path | None, port: int) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The third reviewer's file for the disagreements.",
 )
-@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the merged reviews and the agreement statistics.")
 def review_merge(packets: Path, first: Path, second: Path, arbitration: Path | None, output: Path) -> None:
     """Merge two reviewers' files (and an arbitration): agreement statistics and reviews per submission."""
     from icl.review.merge import merge
