@@ -95,6 +95,35 @@ def test_a_non_venv_python_shows_only_the_allow_list(tmp_path: Path, monkeypatch
     assert f"{layout_mod.SITE_MOUNT}/icl/__init__.py" in {m.dest for m in ref}
 
 
+def test_a_harness_run_from_a_non_venv_python_hides_the_package(io) -> None:
+    # The harness itself run by the base interpreter (not a venv), finding icl and numpy on PYTHONPATH.
+    import site
+    import subprocess
+
+    python = Path(sys.base_prefix) / "bin" / "python3"
+    path = [str(Path(icl.__file__).parent.parent), *site.getsitepackages()]
+    code = (
+        "import json, sys\n"
+        "from icl.sandbox.harness import Limits, run_submission\n"
+        "assert sys.prefix == sys.base_prefix\n"
+        "r = run_submission(sys.argv[1], sys.argv[2], sys.argv[3], limits=Limits(cpus=1, timeout_s=60))\n"
+        "print(json.dumps(r.ok))\n"
+    )
+    res = subprocess.run(
+        [str(python), "-c", code, str(HOSTILE / "probe"), str(io["input"]), str(io["output"])],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": ":".join(path), "PATH": "/usr/bin:/bin"},
+    )
+    assert res.returncode == 0 and res.stdout.strip() == "true", res.stderr[-2000:]
+    seen = json.loads((io["output"] / "probe.json").read_text())
+    assert (
+        seen["numpy"] == "imported"
+        and seen["icl"].startswith("refused")
+        and seen["icl._core"].startswith("refused")
+    )
+
+
 def test_vendored_package_is_moved_to_reference_assisted_and_scores_0_on_from_scratch(vendored, io) -> None:
     rec = run_submission(vendored, io["input"], io["output"], limits=SMALL)
     assert rec.track == "from-scratch" and rec.effective_track == "reference-assisted"

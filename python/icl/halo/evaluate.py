@@ -116,7 +116,7 @@ def load_submission(path: Path, ref: ReferenceCondition) -> np.ndarray:
 
     """
     if not path.exists():
-        raise Invalid("missing condition file")
+        raise Invalid(f"missing condition file: expected {path.name} in {path.parent}")
     try:
         arrays = load_npz(path, required=("components", "scene", "angular_pixel_arcsec"),
                           optional=("x_arcmin", "y_arcmin"), max_bytes=MAX_SUBMISSION_BYTES)
