@@ -6,8 +6,10 @@ check with the reason written down and never stops the run. Every result file is
 the one results schema (:mod:`icl.pro.results_schema`, also the contract validator's): a check fed by an
 invalid file scores 0 with the file, field and problem, and every problem of a run's result files is
 listed in ``result_issues``. A check whose reference carries a measurement-noise budget
-(:mod:`icl.pro.noise`) is graded against the larger of its registered tolerance and that budget. Expert checks without a review are
-``pending``: they are left out of the development score, never guessed and never counted as 0.5.
+(:mod:`icl.pro.noise`) is graded against the larger of its registered tolerance and that budget.
+
+Expert checks without a review are ``pending``: they are left out of the development score, never
+guessed and never counted as 0.5.
 """
 
 from __future__ import annotations
