@@ -124,6 +124,19 @@ def _traced(pkg, thin_power=None, anterior_radius=None):
             ref.ocular_refraction_d(icl_surfaces(e, f), e["axial_length"]))
 
 
+def _true_values(release, cdir, pkg):
+    """Held-out packages state measured values with noise (icl.pro.noise): put the true values back from
+    the private reference, so that the package traces as it was built."""
+    from icl.io import load_json
+
+    doc = load_json(release / "private" / "references" / f"{cdir.parent.parent.name}.json")
+    for dotted, v in doc.get("measurement_noise", {}).items():
+        fname, name = dotted.split(".")
+        if pkg[fname][name]["status"] == "measured":
+            pkg[fname][name]["value"] += v["true"] - v["stated"]
+    return pkg
+
+
 def test_package_radii_give_the_stated_thin_phase(release):
     # Tolerance 0.01 D: far below the 0.25 D steps of the residual targets and the 0.05 D B01 tolerance;
     # the solve itself closes to about 1e-10 D.
@@ -131,7 +144,7 @@ def test_package_radii_give_the_stated_thin_phase(release):
 
     checked, withheld = set(), set()
     for cdir in sorted(release.glob("inputs/*/*/cases/*")):
-        pkg, where = load_package(cdir), cdir.relative_to(release).as_posix()
+        pkg, where = _true_values(release, cdir, load_package(cdir)), cdir.relative_to(release).as_posix()
         imp = pkg["implant"]
         if imp["thin_power"]["value"] is None:
             # A withheld thin power must not be recoverable from the radii.
@@ -160,3 +173,78 @@ def test_package_radii_give_the_stated_thin_phase(release):
     # and E05, which withholds the vault in about half of its instances (all of them in some releases).
     assert withheld == {"E02"}
     assert set(BUILDERS) - {"A04", "E02", "E05"} <= checked <= set(BUILDERS) - {"A04", "E02"}
+
+
+# ----------------------------------------------------------------------------- measurement noise, OOD structure
+
+def test_held_out_inputs_state_noisy_measurements(release):
+    # Test and OOD inputs state biometry within the declared uncertainty of the truth (never exactly it);
+    # train and dev state it exactly. The same stated value in every case of an instance.
+    from icl.io import load_json
+    from icl.pro.noise import NOISY_EYE
+
+    noisy = exact = 0
+    for ref_file in sorted(release.glob("private/references/*.json")):
+        doc = load_json(ref_file)
+        cases = sorted(release.glob(f"inputs/{doc['split']}/{doc['instance']}/cases/*"))
+        noise = doc.get("measurement_noise", {})
+        if doc["split"] in ("train", "dev"):
+            assert not noise
+            for cdir in cases:
+                assert all(p.get("status") != "measured" for p in load_json(cdir / "eye.json").values()
+                           if isinstance(p, dict))
+            exact += 1
+            continue
+        assert {f"eye.{k}" for k in NOISY_EYE} - {"eye.pupil_diameter"} <= set(noise), doc["instance"]
+        for dotted, v in noise.items():
+            assert 0 < abs(v["stated"] - v["true"]) <= v["uncertainty"], (doc["instance"], dotted)
+            fname, name = dotted.split(".")
+            stated = {load_json(c / f"{fname}.json")[name]["value"] for c in cases
+                      if load_json(c / f"{fname}.json")[name]["status"] == "measured"}
+            assert stated and (fname == "implant" or stated == {v["stated"]}), (doc["instance"], dotted)
+        task = load_json(release / "inputs" / doc["split"] / doc["instance"] / "task.json")
+        assert task["measurement_noise"]["parameters"] == sorted(noise)
+        noisy += 1
+    assert noisy == 36 * 3 and exact == 36 * 2
+
+
+def test_noise_budgets_are_written_beside_the_checks(release):
+    # Every budgeted check keeps its registered tolerance beside the one it is graded with (the larger of
+    # the two). The pupil's 0.1 mm moves the C01 reference PSF by several times the 0.02 L1 tolerance.
+    from icl.io import load_json
+
+    doc = load_json(release / "private" / "references" / "C01-02.json")
+    c = doc["checks"]["C01.1"]
+    b = c["noise_budget"]
+    assert c["registered_tolerance"] == 0.02 and c["tolerance"] == max(0.02, b["value"])
+    assert set(b["by_parameter"]) == {"eye.pupil_diameter"} and b["value"] > 0.02
+    seen = 0
+    for ref_file in release.glob("private/references/*.json"):
+        for c in load_json(ref_file)["checks"].values():
+            if "noise_budget" in c:
+                seen += 1
+                assert c["tolerance"] == max(c["registered_tolerance"], c["noise_budget"]["value"])
+                parts = c["noise_budget"]["by_parameter"].values()
+                assert c["noise_budget"]["value"] == pytest.approx(sum(parts))
+    assert seen > 50
+
+
+def test_ood_structures_never_appear_in_train_or_dev(release):
+    # OOD eyes and designs (deep myopia -14 to -17 D, 5.5-6.5 mm pupils, shallower chambers; 0.5 mm hole,
+    # 4.6 mm optic zone) come from their own pools and never reach a train or dev package.
+    from icl.io import load_json
+    from icl.pro.generate import N_EYES
+
+    rows = load_json(release / "private" / "splits.json")["instances"]
+    by_split = {s: {r["base_eye"] for r in rows if r["split"] == s} for s in ("train", "dev", "test", "ood")}
+    fams = {s: {r["design_family"] for r in rows if r["split"] == s} for s in ("train", "dev", "test", "ood")}
+    for s in ("train", "dev", "test"):
+        assert not by_split[s] & by_split["ood"] and not fams[s] & fams["ood"]
+    assert len(by_split["ood"]) <= N_EYES["ood"]
+    for split in ("train", "dev"):
+        for cdir in release.glob(f"inputs/{split}/*/cases/*"):
+            eye, imp = load_json(cdir / "eye.json"), load_json(cdir / "implant.json")
+            assert eye["thin_eye_excess"]["value"] <= 12.5, cdir  # OOD: 14 to 17 D of myopia
+            assert imp["optic_zone_diameter"]["value"] > 4.9 and imp["hole_diameter"]["value"] < 0.5, cdir
+    for cdir in release.glob("inputs/ood/*/cases/*"):
+        assert load_json(cdir / "eye.json")["thin_eye_excess"]["value"] >= 13.5, cdir

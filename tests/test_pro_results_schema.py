@@ -28,9 +28,16 @@ def _ledger(release):
     """The reference ledger of C01-02 written in the results schema."""
     want = load_json(release / "private" / "references" / f"{IID}.json")["checks"]["C01.3"]["cases"]["base"]
     transmitted = want["incident"] - want["blocked"]
-    return {"units": "source_flux", "incident": want["incident"], "reflected": 0.0, "absorbed": 0.0,
-            "blocked": want["blocked"], "transmitted": transmitted, "clipped": transmitted - want["recorded"],
-            "numerical_residual": 0.0}
+    return {
+        "units": "source_flux",
+        "incident": want["incident"],
+        "reflected": 0.0,
+        "absorbed": 0.0,
+        "blocked": want["blocked"],
+        "transmitted": transmitted,
+        "clipped": transmitted - want["recorded"],
+        "numerical_residual": 0.0,
+    }
 
 
 def _answer(release, out):
@@ -57,8 +64,15 @@ def test_a_ledger_the_validator_accepts_scores_full(release, tmp_path):
 def test_the_old_scorer_ledger_fails_both_with_file_and_field(release, tmp_path):
     case = _answer(release, tmp_path / "run")
     good = _ledger(release)
-    old = {"incident": good["incident"], "reflected": 0.0, "absorbed": 0.0, "blocked": good["blocked"],
-           "recorded": good["transmitted"] - good["clipped"], "cropped": good["clipped"], "numerical_residual": 0.0}
+    old = {
+        "incident": good["incident"],
+        "reflected": 0.0,
+        "absorbed": 0.0,
+        "blocked": good["blocked"],
+        "recorded": good["transmitted"] - good["clipped"],
+        "cropped": good["clipped"],
+        "numerical_residual": 0.0,
+    }
     write_json(case / "energy.json", old)
     # The contract validator (a folder of cases) and the scorer name the same fields.
     fields = {i.field for i in validate_results(case.parent).issues if i.file == "base/energy.json"}
@@ -66,7 +80,9 @@ def test_the_old_scorer_ledger_fails_both_with_file_and_field(release, tmp_path)
     r = score_run(release, tmp_path / "run", instances=[IID])
     c = _by_check(r)["C01.3"]
     assert c["score"] == 0.0
-    assert f"invalid results/{IID}/base/energy.json" in c["reason"] and "recorded: unknown field" in c["reason"]
+    assert (
+        f"invalid results/{IID}/base/energy.json" in c["reason"] and "recorded: unknown field" in c["reason"]
+    )
     listed = {(i["file"], i["field"]) for i in r["result_issues"]}
     assert (f"results/{IID}/base/energy.json", "transmitted") in listed
     # The PSF check, fed by a valid file, keeps its mark.
@@ -81,7 +97,9 @@ def test_an_invalid_psf_scores_zero_with_the_field(release, tmp_path):
     r = score_run(release, tmp_path / "run", instances=[IID])
     c = _by_check(r)["C01.1"]
     assert c["score"] == 0.0 and "psf_linear.npz: units: must be one of" in c["reason"]
-    assert {(i["file"], i["field"]) for i in r["result_issues"]} == {(f"results/{IID}/base/psf_linear.npz", "units")}
+    assert {(i["file"], i["field"]) for i in r["result_issues"]} == {
+        (f"results/{IID}/base/psf_linear.npz", "units")
+    }
     assert _by_check(r)["C01.3"]["score"] == 1.0
 
 

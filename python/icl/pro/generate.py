@@ -33,6 +33,7 @@ from scipy.optimize import brentq
 from icl.crosscheck import THICK_NOTE, attach, crosscheck_images, smallest_tolerance
 from icl.io import write_json, write_manifest, write_npz
 from icl.keys import ReleaseKey, write_key
+from icl.pro import noise
 from icl.pro import references as ref
 from icl.pro.catalog import Catalog, default_path, load_catalog
 from icl.pro.package import param, scene_from_package
@@ -191,6 +192,7 @@ class Built:
     psf: dict[str, np.ndarray] = field(default_factory=dict)
     public_npz: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     engines: dict[str, str] = field(default_factory=dict)  # case -> engine of its reference PSF
+    noise: dict[str, dict] = field(default_factory=dict)  # parameter -> true and stated value (icl.pro.noise)
 
 
 @dataclass
@@ -875,14 +877,21 @@ def plan(catalog: Catalog, per_template: int, key: ReleaseKey) -> list[dict]:
                             "base_eye": str(rng.choice(pool[split]["base_eye"])),
                             "design_family": str(rng.choice(pool[split]["design_family"])),
                             "stream": key.seed_sequence("pro", "instance", tpl.id, k).entropy})
+            if split in noise.NOISY_SPLITS:  # held-out: measured inputs, noise budgets beside the checks
+                records[-1].update(noise=noise.streams(key, iid), checks=[[ch.id, ch.kind, ch.tolerance, ch.relative]
+                                                                          for ch in tpl.auto_checks])
     return records
 
 
 def _build(task: tuple[dict, dict, dict]) -> Built:
     """Build one instance from its record, base eye and fitted design family (a picklable task)."""
     rec, e, f = task
-    ctx = Ctx(np.random.default_rng(rec["stream"]), e, f, rec["base_eye"], rec["design_family"])
-    return BUILDERS[rec["template"]](ctx)
+
+    def build(e: dict, f: dict) -> Built:
+        ctx = Ctx(np.random.default_rng(rec["stream"]), e, f, rec["base_eye"], rec["design_family"])
+        return BUILDERS[rec["template"]](ctx)
+
+    return noise.measured(rec, e, f, build) if "noise" in rec else build(e, f)
 
 
 def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
@@ -965,7 +974,8 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
     engines = sorted(set(b.engines.values()))
     engine = " + ".join(engines) if engines else "icl.pro.references (closed form / paraxial trace)"
     doc = {"instance": rec["id"], "template": tpl.id, "split": rec["split"], "base_eye": rec["base_eye"],
-           "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines, "checks": b.refs}
+           "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines, "checks": b.refs,
+           **({"measurement_noise": b.noise} if b.noise else {})}
     tol = smallest_tolerance(tpl.auto_checks)
     thin = {c: scene_from_package(b.cases[c]) for c in b.psf if b.engines.get(c) == ref.ENGINE}
     attach(doc, crosscheck_images(thin, b.psf, {"full_l1": tol} if tol else {}, THICK_NOTE))
@@ -981,11 +991,16 @@ README = """# ICL-Bench professional release
 - `inputs/<split>/<instance>/`: `task.json` and one data package per case under `cases/<case>/`
   (`eye.json`, `implant.json`, `illumination.json`, `detector.json`; every parameter is
   `{value, unit, source, uncertainty, status}`), plus observation or candidate arrays where a task has them.
-  Splits: `train`, `dev`, `test` (private) and `ood` (out of distribution, reported apart).
-- `private/`: references for every auto check, reference PSFs, and the split table. The evaluator keeps
-  `private/`, `inputs/test` and `inputs/ood` away from participants.
+  Splits: `train`, `dev`, `test` (private) and `ood` (out of distribution, reported apart). In `test` and
+  `ood`, parameters with `status: "measured"` state the true value plus an error within +-`uncertainty`
+  (see `measurement_noise` in each `task.json`).
+- `private/`: references for every auto check, reference PSFs, the split table and the release key. The
+  evaluator keeps `private/`, `inputs/test` and `inputs/ood` away from participants.
 
 A submission's `run INPUT OUTPUT` reads a folder of instances and writes, per instance,
 `OUTPUT/results/<instance>/<case>/{psf_linear.npz, energy.json, metrics.json}` and
-`OUTPUT/results/<instance>/experiments.json` as the checks in `task.json` ask.
+`OUTPUT/results/<instance>/experiments.json` as the checks in `task.json` ask, in the results schema of
+the submission contract (`psf_linear.npz` with its grid, field of view, units and normalisation;
+`energy.json` with `units`, `incident`, `reflected`, `transmitted`, `absorbed`, `blocked`, `clipped`,
+`numerical_residual`).
 """

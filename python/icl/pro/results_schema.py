@@ -45,14 +45,36 @@ GRID_RTOL = 1e-6
 NEGATIVE_RTOL = 1e-9
 #: Relative tolerance on the energy identity; the residual is declared, so only rounding remains.
 ENERGY_RTOL = 1e-9
-ENERGY_TERMS = ("incident", "reflected", "transmitted", "absorbed", "blocked", "clipped", "numerical_residual")
-PSF_KEYS = ("psf", "x_arcmin", "y_arcmin", "angular_pixel_arcsec", "fov_arcmin", "wavelength_nm", "units",
-            "normalisation")
+ENERGY_TERMS = (
+    "incident",
+    "reflected",
+    "transmitted",
+    "absorbed",
+    "blocked",
+    "clipped",
+    "numerical_residual",
+)
+PSF_KEYS = (
+    "psf",
+    "x_arcmin",
+    "y_arcmin",
+    "angular_pixel_arcsec",
+    "fov_arcmin",
+    "wavelength_nm",
+    "units",
+    "normalisation",
+)
 MAX_PNG_SIDE = 16384
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: The six files of a case in the submission contract.
-RESULT_FILES = ("psf_linear.npz", "energy.json", "paths.npz", "metrics.json", "retinal_linear.npz",
-                "preview.png")
+RESULT_FILES = (
+    "psf_linear.npz",
+    "energy.json",
+    "paths.npz",
+    "metrics.json",
+    "retinal_linear.npz",
+    "preview.png",
+)
 #: Bounds on :func:`validate_output`'s walk, so a hostile OUTPUT cannot stall it.
 MAX_OUTPUT_ENTRIES = 200_000
 MAX_DEPTH = 4  # results/<instance>/<case>/<file>
@@ -80,8 +102,9 @@ def _json(report: Any, root: Path, rel: str) -> Any:
         return None
 
 
-def _npz(report: Any, root: Path, rel: str, required: tuple[str, ...],
-         optional: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+def _npz(
+    report: Any, root: Path, rel: str, required: tuple[str, ...], optional: tuple[str, ...]
+) -> dict[str, np.ndarray] | None:
     try:
         return load_npz(root / rel, required=required, optional=optional)
     except InputError as exc:
@@ -99,7 +122,9 @@ def finite_number(x: Any) -> bool:
         return False
 
 
-def _text_scalar(report: Any, rel: str, arrays: dict[str, np.ndarray], key: str, allowed: tuple[str, ...]) -> None:
+def _text_scalar(
+    report: Any, rel: str, arrays: dict[str, np.ndarray], key: str, allowed: tuple[str, ...]
+) -> None:
     a = arrays[key]
     if a.shape != () or a.dtype.kind != "U":
         report.add(rel, key, f"must be a 0-d unicode string array, got {a.dtype} {a.shape}")
@@ -126,7 +151,9 @@ def _float_array(report: Any, rel: str, key: str, a: np.ndarray, ndim: tuple[int
 def _linear_image(report: Any, rel: str, key: str, a: np.ndarray) -> None:
     peak = float(np.max(np.abs(a)))
     if float(np.min(a)) < -NEGATIVE_RTOL * peak:
-        report.add(rel, key, f"negative intensity {float(np.min(a)):.3g} (more than round-off of peak {peak:.3g})")
+        report.add(
+            rel, key, f"negative intensity {float(np.min(a)):.3g} (more than round-off of peak {peak:.3g})"
+        )
 
 
 def _grid(report: Any, rel: str, arrays: dict[str, np.ndarray], shape: tuple[int, int]) -> None:
@@ -178,8 +205,13 @@ def check_psf(report: Any, root: Path, rel: str) -> None:
 
 def check_retinal(report: Any, root: Path, rel: str) -> None:
     """``retinal_linear.npz``: a linear HDR image on the detector grid, optional per-source components."""
-    arrays = _npz(report, root, rel, ("image", "x_arcmin", "y_arcmin", "angular_pixel_arcsec", "units"),
-                  ("components", "source_ids", "fov_arcmin"))
+    arrays = _npz(
+        report,
+        root,
+        rel,
+        ("image", "x_arcmin", "y_arcmin", "angular_pixel_arcsec", "units"),
+        ("components", "source_ids", "fov_arcmin"),
+    )
     if arrays is None:
         return
     _text_scalar(report, rel, arrays, "units", (FLUX_UNITS,))
@@ -212,7 +244,9 @@ def check_paths(report: Any, root: Path, rel: str) -> None:
     n = None
     if _float_array(report, rel, "points_mm", pts, (3,)):
         if pts.shape[2] != 3 or pts.shape[1] < 2:
-            report.add(rel, "points_mm", f"must be [n_rays, n_vertices >= 2, 3] (x, y, z in mm), got {pts.shape}")
+            report.add(
+                rel, "points_mm", f"must be [n_rays, n_vertices >= 2, 3] (x, y, z in mm), got {pts.shape}"
+            )
         else:
             n = pts.shape[0]
     if _float_array(report, rel, "weights", w, (1,)) and np.any(w < 0):
@@ -245,7 +279,9 @@ def energy_terms(obj: Any, report: Any, rel: str) -> dict[str, float] | None:
         for key in sorted(set(obj) - set(ENERGY_TERMS) - {"units", "notes"}):
             local.add(rel, key, "unknown field")
         if obj.get("units") != ENERGY_UNITS:
-            local.add(rel, "units", "must be 'source_flux' (every term is a fraction of the incident source flux)")
+            local.add(
+                rel, "units", "must be 'source_flux' (every term is a fraction of the incident source flux)"
+            )
         if "notes" in obj and not isinstance(obj["notes"], str):
             local.add(rel, "notes", "must be a string")
         for key in ENERGY_TERMS:
@@ -257,11 +293,16 @@ def energy_terms(obj: Any, report: Any, rel: str) -> dict[str, float] | None:
             else:
                 values[key] = float(v)
     if len(values) == len(ENERGY_TERMS):
-        booked = sum(values[k] for k in ("reflected", "transmitted", "absorbed", "blocked", "numerical_residual"))
+        booked = sum(
+            values[k] for k in ("reflected", "transmitted", "absorbed", "blocked", "numerical_residual")
+        )
         if abs(values["incident"] - booked) > ENERGY_RTOL * max(1.0, abs(values["incident"])):
-            local.add(rel, "numerical_residual",
-                      f"incident {values['incident']!r} != reflected + transmitted + absorbed + blocked + "
-                      f"numerical_residual = {booked!r}")
+            local.add(
+                rel,
+                "numerical_residual",
+                f"incident {values['incident']!r} != reflected + transmitted + absorbed + blocked + "
+                f"numerical_residual = {booked!r}",
+            )
         if values["clipped"] > values["transmitted"] * (1 + ENERGY_RTOL):
             local.add(rel, "clipped", "clipped (transmitted light outside the detector) exceeds transmitted")
     for item in local.items:
@@ -310,8 +351,10 @@ def check_png(report: Any, root: Path, rel: str) -> None:
 
 
 def check_run_experiments(report: Any, root: Path, rel: str) -> None:
-    """An instance's ``experiments.json`` in a run's OUTPUT: an object; ``convergence``, when given, a list of
-    ``{metric: str, values: [numbers], ...}`` series (F02)."""
+    """Check an instance's ``experiments.json`` in a run's OUTPUT.
+
+    An object; ``convergence``, when given, a list of ``{metric: str, values: [numbers], ...}`` series (F02).
+    """
     obj = _json(report, root, rel)
     if obj is None:
         return
@@ -343,9 +386,13 @@ SCHEMAS: dict[str, Callable[[Any, Path, str], None]] = {
 }
 
 
-def check_file(report: Any, root: Path, rel: str, check: Callable[[Any, Path, str], None] | None = None) -> None:
-    """Run the checker of ``rel`` (by its file name unless ``check`` is given); an unreadable file is a
-    problem of the file, never an exception."""
+def check_file(
+    report: Any, root: Path, rel: str, check: Callable[[Any, Path, str], None] | None = None
+) -> None:
+    """Run the checker of ``rel`` (by its file name unless ``check`` is given).
+
+    An unreadable file is a problem of the file, never an exception.
+    """
     check = check or SCHEMAS[Path(rel).name]
     try:
         check(report, root, rel)
@@ -362,9 +409,11 @@ def validate_file(root: str | os.PathLike, rel: str) -> list[dict[str, str]]:
 
 
 def validate_output(output: str | os.PathLike, instances: list[str] | None = None) -> list[dict[str, str]]:
-    """Every problem of the result files in a run's OUTPUT (``results/<instance>/<case>/<file>`` and
-    ``results/<instance>/experiments.json``), each ``{file, field, message}`` with ``file`` relative to
-    OUTPUT. Links and special files are reported, never followed or opened; the walk is bounded.
+    """List every problem of the result files in a run's OUTPUT.
+
+    Files are ``results/<instance>/<case>/<file>`` and ``results/<instance>/experiments.json``; each problem
+    is ``{file, field, message}`` with ``file`` relative to OUTPUT. Links and special files are reported,
+    never followed or opened; the walk is bounded (depth and entries).
     """
     root = Path(output)
     found = Findings()
@@ -404,13 +453,25 @@ def validate_output(output: str | os.PathLike, instances: list[str] | None = Non
     return found.items
 
 
-def write_psf(path: str | os.PathLike, psf: np.ndarray, x_arcmin: np.ndarray, y_arcmin: np.ndarray,
-              pitch_arcsec: float, wavelength_nm: list[float] | np.ndarray) -> None:
+def write_psf(
+    path: str | os.PathLike,
+    psf: np.ndarray,
+    x_arcmin: np.ndarray,
+    y_arcmin: np.ndarray,
+    pitch_arcsec: float,
+    wavelength_nm: list[float] | np.ndarray,
+) -> None:
     """Write a ``psf_linear.npz`` that follows the schema (grid, field of view, units, normalisation)."""
     psf = np.asarray(psf, dtype=float)
     ny, nx = psf.shape[-2:]
-    write_npz(path, psf=psf, x_arcmin=np.asarray(x_arcmin, dtype=float), y_arcmin=np.asarray(y_arcmin, dtype=float),
-              angular_pixel_arcsec=np.float64(pitch_arcsec),
-              fov_arcmin=np.array([nx, ny], dtype=float) * pitch_arcsec / 60.0,
-              wavelength_nm=np.atleast_1d(np.asarray(wavelength_nm, dtype=float)),
-              units=np.array(FLUX_UNITS), normalisation=np.array(NORMALISATIONS[0]))
+    write_npz(
+        path,
+        psf=psf,
+        x_arcmin=np.asarray(x_arcmin, dtype=float),
+        y_arcmin=np.asarray(y_arcmin, dtype=float),
+        angular_pixel_arcsec=np.float64(pitch_arcsec),
+        fov_arcmin=np.array([nx, ny], dtype=float) * pitch_arcsec / 60.0,
+        wavelength_nm=np.atleast_1d(np.asarray(wavelength_nm, dtype=float)),
+        units=np.array(FLUX_UNITS),
+        normalisation=np.array(NORMALISATIONS[0]),
+    )
