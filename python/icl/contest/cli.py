@@ -19,7 +19,7 @@ import click
     "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Score record."
 )
 def contest_score(input_json: Path, thresholds: Path | None, output: Path) -> None:
-    """Score one team's evaluation file: NH, DUP, SPL, S, weights, total and gate."""
+    """Score one team's evaluation file INPUT_JSON: NH, DUP, SPL, S, weights, total and gate."""
     from rich.console import Console
 
     from icl.contest.gate import UNPUBLISHED, parse_thresholds
@@ -42,7 +42,7 @@ def contest_score(input_json: Path, thresholds: Path | None, output: Path) -> No
     "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Ranking JSON."
 )
 def contest_rank(records: tuple[Path, ...], output: Path) -> None:
-    """Rank several contest-score outputs within each track and group."""
+    """Rank contest-score records (RECORDS) within each track and group; each is re-validated first."""
     from rich.console import Console
 
     from icl.contest.rank import rank_records

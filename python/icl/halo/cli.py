@@ -98,7 +98,7 @@ def halo_evaluate(release: str, submission: str, output: str, split: str) -> Non
 @click.command("halo-validate-prediction")
 @click.argument("file", type=click.Path(dir_okay=False))
 def halo_validate_prediction(file: str) -> None:
-    """Check a structured halo prediction against its schema."""
+    """Check a structured halo prediction FILE against its schema."""
     from icl.halo.prediction import validate_prediction
 
     problems = validate_prediction(file)

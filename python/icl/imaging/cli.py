@@ -64,7 +64,7 @@ def mtf_command(spec: Path, output: Path) -> None:
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the side-by-side picture of all previews here.")
 def scene_command(spec: Path, output: Path, figure: Path | None) -> None:
-    """Render every variant of a scene spec: linear retinal image, fixed-mapping preview, metrics."""
+    """Render every variant of the scene spec SPEC: linear retinal image, fixed-mapping preview, metrics."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from icl.imaging.night_road import figure_order, load_spec, run_scene, side_by_side, spec_labels
@@ -114,7 +114,7 @@ def thick_fields_command(output: Path, figure: Path | None, package_dir: Path | 
 @click.command("mtf-figure")
 @click.argument("png", type=click.Path(dir_okay=False, path_type=Path))
 def mtf_figure_command(png: Path) -> None:
-    """MTF figure: clear pupil at 450/550/650 nm vs the analytic curve; thin eye with hole; thick eye."""
+    """MTF figure to PNG: clear pupil at 450/550/650 nm vs the analytic curve; thin eye with hole; thick eye."""
     from icl.imaging.mtf_figure import mtf_figure
 
     rows = mtf_figure(png)

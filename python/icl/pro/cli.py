@@ -107,7 +107,7 @@ def pro_baselines(output: Path) -> None:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write every score JSON here.")
 def pro_baselines_eval(release: Path, baselines: Path, work: Path, per_template: int, runs: int, cpus: int, memory: str,
                        timeout_s: float, output: Path | None) -> None:
-    """Freeze every baseline in BASELINES, run it through the sandboxed harness and print the leaderboard."""
+    """Freeze every baseline in BASELINES, run it on RELEASE through the sandboxed harness, print the leaderboard."""
     from icl.io import write_json
     from icl.pro.evaluate import evaluate
 

@@ -45,7 +45,7 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, Path]:
 def review_packets(
     release: Path, runs: tuple[str, ...], submissions: tuple[str, ...], split: str, output: Path
 ) -> None:
-    """Write blind packets for every expert check (OUTPUT/packets.json) and the private identity map."""
+    """Write blind packets for every expert check of RELEASE (OUTPUT/packets.json) and the private identity map."""
     from icl.review.packets import make_packets
 
     s = make_packets(release, _pairs(runs, "--run"), output, split, _pairs(submissions, "--submission"))
@@ -97,7 +97,7 @@ def review_page(output: Path | None, port: int) -> None:
 @click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the merged reviews and the agreement statistics.")
 def review_merge(packets: Path, first: Path, second: Path, arbitration: Path | None, output: Path) -> None:
-    """Merge two reviewers' files (and an arbitration): agreement statistics and reviews per submission."""
+    """Merge reviewers' files FIRST and SECOND on PACKETS (and an arbitration): agreement and reviews per submission."""
     from icl.review.merge import merge
 
     r = merge(packets, first, second, output, arbitration)

@@ -244,13 +244,15 @@ def scan(root: str | os.PathLike, max_depth: int, max_entries: int) -> TreeScan:
 # ------------------------------------------------------------------------------------------- staging
 
 
-def stage_tree(src: Path, dest: Path) -> None:
+def stage_tree(src: Path, dest: Path, link: bool = False) -> None:
     """Make ``dest`` a copy of ``src``'s folders, regular files and links; other entries are left out.
 
-    Regular files are hard links where one file system allows it, copies otherwise. ``dest`` must not exist.
+    With ``link``, regular files are hard links where one file system allows it (copies otherwise). A
+    submission is copied, not linked: the contract refuses hard-linked files, and a link would make a
+    submission being validated during a run look hard-linked. ``dest`` must not exist.
     """
     dest.mkdir(mode=0o755)
-    link_ok = os.stat(src).st_dev == os.stat(dest).st_dev
+    link_ok = link and os.stat(src).st_dev == os.stat(dest).st_dev
     chain = _DirChain(os.open(dest, _DIR_FLAGS))
     try:
         for e in walk(src, MAX_TREE_DEPTH, raise_too_deep=True):

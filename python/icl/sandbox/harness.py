@@ -732,7 +732,7 @@ def run_submission(
     try:
         try:
             stage_tree(submission, stage / "submission")
-            stage_tree(input_dir, stage / "input")
+            stage_tree(input_dir, stage / "input", link=True)
         except (InputError, OSError) as exc:
             return _refuse(record, logs, "submission_tree", f"cannot stage the submission or input: {exc}")
         staged_out = stage / "output"
