@@ -22,6 +22,7 @@ from typing import Any
 from icl.contest.pr import ITEM_KIND, PARTIAL_INTERVAL, ItemArea, item_area
 from icl.contest.safety import ITEMS, safety_score
 from icl.contest.scoring import RULE, SYMBOLS, weakest
+from icl.crosscheck import not_ranked_reason
 from icl.errors import InputError
 from icl.keys import release_rankable
 
@@ -96,8 +97,11 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
     except InputError as exc:
         table, problems = {i: dict.fromkeys(ITEMS) for i in ids}, [str(exc)]
     areas: dict[str, ItemArea] = {}
+    # A genuine image whose render failed its two-solver cross-check: out of every item, reported apart.
+    not_ranked = {i: not_ranked_reason(labels[i]) for i in ids if not_ranked_reason(labels[i])}
+    ranked = [i for i in ids if i not in not_ranked]
     for item in ITEMS:
-        members = [i for i in ids if labels[i][item] == 1 or labels[i]["kind"] == "genuine"]
+        members = [i for i in ranked if labels[i][item] == 1 or labels[i]["kind"] == "genuine"]
         y = [labels[i][item] for i in members]
         missing = [i for i in members if table[i][item] is None]
         if missing:
@@ -124,6 +128,7 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
         "rule": RULE,
         "symbols": {k: SYMBOLS[k] for k in ("NH", "DUP", "SPL", "S")},
         "problems": problems,
+        "not_ranked": not_ranked,
     }
 
 

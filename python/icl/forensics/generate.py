@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
+from icl.crosscheck import attach, crosscheck
 from icl.keys import ReleaseKey, write_key
+from icl.optics import Scene
 
 N_PIXELS = 128
 PITCH_ARCSEC = 4.0
@@ -325,6 +327,9 @@ def _draw(key: ReleaseKey, counts: dict[str, int] | None) -> list[dict[str, Any]
         img = render_scene(truth)
         genuine.append((stated, img))
         add(img, stated, "genuine", None, {"true_scene": truth})
+        # The second solver on a pixel subsample: agreement within a third of the noise per pixel.
+        check = crosscheck(Scene.from_dict(truth), img, {"max_abs": NOISE_SIGMA}, summed=True)
+        attach(entries[-1]["label"], check)
     for k in range(counts["NH"]):
         kind = NH_KINDS[k % len(NH_KINDS)]
         stated = _draw_scene(rng, far=True if kind == "wrap_roll" else None)
