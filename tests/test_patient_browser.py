@@ -107,3 +107,22 @@ def test_served_page_makes_no_other_request(browser):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_export_error_appears_beside_the_field_it_names(browser):
+    ctx, page, requests, errors = open_page(browser, PAGE.resolve().as_uri())
+    page.fill("#patientId", "SYN|042")  # '|' is refused: the target id would not split
+    page.click("#exportBtn")  # at the bottom of the page; the focus jumps to the patient id at the top
+    problem = page.locator("#fieldProblem")
+    assert problem.is_visible() and problem.text_content().startswith("Not exported: repeat R1: patient_id")
+    assert page.evaluate("document.activeElement.id") == "patientId"
+    assert page.evaluate("document.getElementById('patientId').nextElementSibling.id") == "fieldProblem"
+    assert page.get_attribute("#patientId", "aria-describedby") == "fieldProblem"
+    box, view = problem.bounding_box(), page.viewport_size
+    assert 0 <= box["y"] and box["y"] + box["height"] <= view["height"]  # on screen where the user looks
+    assert page.text_content("#exportMsg") == problem.text_content()
+    page.fill("#patientId", "SYN-042")
+    page.click("#nextRepeat")  # a later success clears the message
+    assert page.locator("#fieldProblem").count() == 0
+    ctx.close()
+    assert not errors

@@ -37,6 +37,7 @@ def eye_trace_cmd(
     """
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich import box
     from rich.table import Table
 
     from icl.errors import InputError
@@ -66,14 +67,18 @@ def eye_trace_cmd(
     write_json(output / "energy.json", result.energy)
     write_json(output / "metrics.json", result.metrics)
     write_manifest(output, {"command": "eye-trace", "paths": list(chosen)})
-    table = Table(title="Energy per path (fraction of the incident flux, summed over sources)")
-    table.add_column("path")
-    keys = ("transmitted", "outside_detector", "reflected", "blocked", "not_in_path", "residual")
-    for k in keys:
-        table.add_column(k, justify="right")
+    # Short headers and fixed-width numbers keep the table whole at 80 columns; energy.json has the keys.
+    columns = {"transmitted": "transm.", "outside_detector": "off det.", "reflected": "reflect.",
+               "blocked": "blocked", "not_in_path": "not in path", "residual": "residual"}
+    table = Table(title="Energy per path (fraction of the incident flux, summed over sources)",
+                  caption="keys in energy.json: " + ", ".join(columns), caption_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    table.add_column("path", no_wrap=True)
+    for header in columns.values():
+        table.add_column(header, justify="right", no_wrap=True)
     for p in primary + ghosts:
-        vals = [sum(s["paths"][p][k] for s in result.energy["sources"].values()) for k in keys]
-        table.add_row(p, *(f"{v:.4g}" for v in vals))
+        vals = [sum(s["paths"][p][k] for s in result.energy["sources"].values()) for k in columns]
+        table.add_row(p, *(f"{v:.4f}" for v in vals[:-1]), f"{vals[-1]:.1e}")
     Console().print(table)
     click.echo(
         f"recorded on the detector: {result.metrics['total_recorded']:.6f} of the source flux; wrote {output}"
