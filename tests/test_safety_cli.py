@@ -120,3 +120,20 @@ def test_a_missing_condition_file_names_the_file_expected(tmp_path):
 
     with pytest.raises(Invalid, match=r"missing condition file: expected H01_a\.npz in "):
         load_submission(tmp_path / "H01_a.npz", Ref())
+
+
+def test_docs_and_code_point_only_inside_the_repository():
+    from pathlib import Path
+
+    import icl
+
+    root = Path(icl.__file__).resolve().parents[2]
+    offenders = []
+    paths = [root / "README.md", *sorted((root / "docs").rglob("*.md")), *sorted((root / "python").rglob("*.py")),
+             *sorted((root / "cases").rglob("*.json"))]
+    for path in paths:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for needle in ("DESIGN.md", "seeds/"):
+            if needle in text:
+                offenders.append(f"{path.relative_to(root)}: {needle}")
+    assert offenders == []

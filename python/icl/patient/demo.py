@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from icl.io import write_json, write_manifest
+from icl.io import atomic_write_bytes, write_json, write_manifest
 from icl.patient.schema import SCHEMA_VERSION
 
 FICTIONAL_NOTE = (
@@ -320,7 +320,7 @@ def build_demo(output: str | os.PathLike, seed: int = DEMO_SEED) -> dict[str, An
             "predictions": [_baseline(t) for t in targets],
         },
     )
-    (out / "README.md").write_text(
+    readme = (
         "# Patient-layer demonstration set (FICTIONAL)\n\n" + FICTIONAL_NOTE + "\n\n"
         "- `public/targets.json`: what a predictor receives (stimulus, sources, frame); no reports.\n"
         "- `private/reference.json`: 48 fictional reports (16 targets x 3 repeats), some flawed on\n"
@@ -329,9 +329,10 @@ def build_demo(output: str | os.PathLike, seed: int = DEMO_SEED) -> dict[str, An
         "- `private/oracle_prediction.json`: each target's first repeat copied; repeat scatter keeps it\n"
         "  below 100.\n\n"
         "Score: `icl patient-score --reference private/reference.json --predictions "
-        "predictions/demo_prediction.json --output score.json`\n",
-        encoding="utf-8",
+        "predictions/demo_prediction.json --output ../score.json` (outside this folder, which a re-run of\n"
+        "`icl patient-demo` replaces)\n"
     )
+    atomic_write_bytes(out / "README.md", readme.encode("utf-8"))
     return write_manifest(
         out,
         {
