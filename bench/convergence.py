@@ -7,7 +7,12 @@ halo evaluator scores with (seed 000 section 6): full-image L1 / energy, halo-re
 (outside 2.5 lambda/D of the wick), centroid error (arcmin) and recorded-energy error; the smallest
 evaluator scale is 0.03 (energy), so the defaults must keep every error below 0.01.
 
-Run: ``python bench/convergence.py [--markdown]``.
+With ``--mft`` the same cases go through the second solver (:mod:`icl.optics.mft`): its pupil nodes per
+cycle of the integrand and its sub-pixel Gauss order are varied, against the analytic Airy pattern where
+one exists and against its own finest setting otherwise; the last column compares it with the FFT
+engine's default render. It evaluates every 4th row and column (16384 pixels) to keep the study short.
+
+Run: ``python bench/convergence.py [--markdown] [--mft]``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from analytic import airy_pixel_flux  # noqa: E402
 from icl.optics import ICL, Detector, Pupil, Sampling, Scene, Source, render  # noqa: E402
+from icl.optics.mft import MftSampling, render_mft  # noqa: E402
 from icl.optics.render import psf_samples  # noqa: E402
 from icl.parallel import run_tasks  # noqa: E402
 
@@ -114,9 +120,42 @@ def case_rows(name: str) -> list[dict]:
     return rows
 
 
-def study(scheduler: str | None = None, workers: int = 1) -> list[dict]:
-    """Run every case at every factor; return one row per (case, factor), in case order."""
-    per_case = run_tasks(case_rows, list(CASES), scheduler=scheduler, workers=workers, description="cases")
+MFT_SETTINGS = [(1.0, 3), (1.5, 3), (2.0, 2), (2.0, 3), (3.0, 4)]  # (nodes per cycle, sub-pixel order)
+MFT_REFERENCE = MftSampling(nodes_per_cycle=4.0, min_nodes=24, subpixel=5)
+MFT_STRIDE = 4
+
+
+def mft_rows(name: str) -> list[dict]:
+    """The second solver at each setting on one case, on every MFT_STRIDE-th row and column."""
+    scene, truth = CASES[name]
+    src = scene.sources[0]
+    lam = src.spectrum[0][0] * 1e-9
+    lam_over_d = lam / (scene.pupil.diameter_mm * 1e-3) * ARCMIN_PER_RAD
+    idx = np.arange(MFT_STRIDE // 2, scene.detector.n, MFT_STRIDE)
+    x = scene.detector.axis_arcmin[idx]
+    if truth == "analytic":
+        ref = airy_pixel_flux(x, x, scene.detector.pitch_arcsec, lam, scene.pupil.diameter_mm * 1e-3,
+                              centre=(src.x_arcmin, src.y_arcmin))
+    else:
+        ref = render_mft(scene, idx, idx, MFT_REFERENCE)[0]
+    psf_samples.cache_clear()
+    fft = render(scene).scene[np.ix_(idx, idx)]
+    rows = []
+    for npc, order in MFT_SETTINGS:
+        t0 = time.perf_counter()
+        img = render_mft(scene, idx, idx, MftSampling(nodes_per_cycle=npc, subpixel=order))[0]
+        dt = time.perf_counter() - t0
+        rows.append({"case": name, "truth": truth if truth == "analytic" else "mft-finest",
+                     "nodes_per_cycle": npc, "subpixel": order, "seconds": dt,
+                     **metrics(img, ref, x, (src.x_arcmin, src.y_arcmin), lam_over_d),
+                     "L1_vs_fft_default": float(np.abs(img - fft).sum() / fft.sum())})
+    return rows
+
+
+def study(scheduler: str | None = None, workers: int = 1, mft: bool = False) -> list[dict]:
+    """Run every case at every setting; return one row per (case, setting), in case order."""
+    task = mft_rows if mft else case_rows
+    per_case = run_tasks(task, list(CASES), scheduler=scheduler, workers=workers, description="cases")
     return [row for rows in per_case for row in rows]
 
 
@@ -126,9 +165,11 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--scheduler", default=None, help="dask.distributed address, or 'local'")
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--mft", action="store_true", help="the second solver's own convergence table")
     args = ap.parse_args()
-    rows = study(args.scheduler, args.workers)
-    cols = [
+    rows = study(args.scheduler, args.workers, args.mft)
+    cols = ["case", "truth", "nodes_per_cycle", "subpixel", "L1", "halo_L1", "centroid_arcmin", "energy",
+            "L1_vs_fft_default", "seconds"] if args.mft else [
         "case",
         "truth",
         "fft_factor",
