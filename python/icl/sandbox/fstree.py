@@ -76,7 +76,7 @@ def walk(
     raise_too_deep : bool
         Raise :class:`TooDeep` for the first such folder instead of skipping it.
     too_deep : list of str, optional
-        Receives the relative path of every folder not entered.
+        Receives the relative path of every folder not entered (too deep, or unreadable).
 
     """
     root_fd = os.open(root, _DIR_FLAGS)
@@ -86,7 +86,13 @@ def walk(
     try:
         while True:
             subdirs = stack[-1][3]
-            for name in sorted(os.listdir(fd)):
+            try:
+                names = sorted(os.listdir(fd))
+            except OSError:  # unreadable (a harness that is not root): reported like a folder not entered
+                names = []
+                if too_deep is not None and prefix:
+                    too_deep.append(prefix.rstrip("/"))
+            for name in names:
                 try:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except FileNotFoundError:

@@ -909,7 +909,7 @@ def _violate_output(record: RunRecord, limits: Limits, code: str, when: str) -> 
         "output_size": f"OUTPUT holds {s.get('apparent_bytes')} bytes apparent, {s.get('allocated_bytes')} "
         f"allocated, past the {limits.output_bytes}-byte limit",
         "output_entries": f"OUTPUT holds more than {limits.output_entries} entries",
-        "output_depth": f"OUTPUT nests folders deeper than {limits.output_depth} levels",
+        "output_depth": f"OUTPUT nests folders deeper than {limits.output_depth} levels (or unreadable ones)",
     }[code]
     record._hit(code)
     record._violate(code, f"{text} ({when})")
