@@ -13,8 +13,20 @@ def test_all_cases_load():
     assert [c.id for c in runnable] == [f"H{i:02d}" for i in range(1, 15)]
     assert [r.id for r in research] == [f"R{i}" for i in range(15, 21)]
     cal = {c.id for case in runnable for c in case.conditions if c.calibration_ring}
-    assert {"H01_a", "H01_b", "H03_a", "H03_b", "H04_a", "H04_b", "H05_a", "H05_b", "H09_a", "H09_b",
-            "H14_a", "H14_b"} <= cal
+    assert {
+        "H01_a",
+        "H01_b",
+        "H03_a",
+        "H03_b",
+        "H04_a",
+        "H04_b",
+        "H05_a",
+        "H05_b",
+        "H09_a",
+        "H09_b",
+        "H14_a",
+        "H14_b",
+    } <= cal
     cx = {c.id for case in runnable for c in case.conditions if c.complex_field}
     assert {"H06_b", "H07_b", "H08_a", "H08_b", "H11_a", "H11_b", "H12_b"} <= cx
     assert not cal & cx
@@ -49,15 +61,24 @@ def _edit(path, fn):
     path.write_text(json.dumps(d))
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda d: d["conditions"]["a"].pop("label"), "conditions.a"),
-    (lambda d: d["conditions"]["b"]["scene"]["pupil"]["icl"].update(hole="glass"), "conditions.b.scene.pupil.icl.hole"),
-    (lambda d: d["conditions"]["a"]["scene"]["pupil"]["icl"].update(power_d=-7.0),
-     "conditions.a.calibration_ring"),
-    (lambda d: d.update(predict=["ring_colour"]), "predict.0"),
-    (lambda d: d["conditions"]["a"].update(complex_field=True), "conditions.a.complex_field"),
-    (lambda d: d.update(id="H10"), "id"),
-], ids=["missing-label", "bad-hole", "calibration-defocus", "bad-item", "both-flags", "id-mismatch"])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d["conditions"]["a"].pop("label"), "conditions.a"),
+        (
+            lambda d: d["conditions"]["b"]["scene"]["pupil"]["icl"].update(hole="glass"),
+            "conditions.b.scene.pupil.icl.hole",
+        ),
+        (
+            lambda d: d["conditions"]["a"]["scene"]["pupil"]["icl"].update(power_d=-7.0),
+            "conditions.a.calibration_ring",
+        ),
+        (lambda d: d.update(predict=["ring_colour"]), "predict.0"),
+        (lambda d: d["conditions"]["a"].update(complex_field=True), "conditions.a.complex_field"),
+        (lambda d: d.update(id="H10"), "id"),
+    ],
+    ids=["missing-label", "bad-hole", "calibration-defocus", "bad-item", "both-flags", "id-mismatch"],
+)
 def test_bad_case_names_file_and_field(case_copy, edit, field):
     _edit(case_copy, edit)
     with pytest.raises(InputError) as exc:

@@ -66,11 +66,10 @@ def test_figure_text_size_and_outside_of_the_detector():
 
 @pytest.mark.browser
 def test_gallery_in_chromium_shows_the_h10_ring(tmp_path):
+    from icl.halo.gallery import case_figure, write_gallery
     from icl.halo.screenshot import VIEWPORT, capture, redness_profile
     from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS
     from playwright import sync_api as playwright
-
-    from icl.halo.gallery import case_figure, write_gallery
 
     assert shutil.which("chromium"), "Debian's chromium is missing: `make test-deps` installs it"
     ids = ("H01", "H10", "H14")
@@ -80,8 +79,13 @@ def test_gallery_in_chromium_shows_the_h10_ring(tmp_path):
         cases.append(case)
         refs.update(r)
         figures[cid] = case_figure((case, r))
-    write_gallery(tmp_path / "gallery", cases, {k: v[0] for k, v in figures.items()}, refs,
-                  {k: v[1] for k, v in figures.items()})
+    write_gallery(
+        tmp_path / "gallery",
+        cases,
+        {k: v[0] for k, v in figures.items()},
+        refs,
+        {k: v[1] for k, v in figures.items()},
+    )
     errors, requests = [], []
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -93,7 +97,8 @@ def test_gallery_in_chromium_shows_the_h10_ring(tmp_path):
         page.wait_for_load_state("load")
         widths = page.eval_on_selector_all("img", "els => els.map(e => e.complete ? e.naturalWidth : 0)")
         text = page.inner_text("body")
-        small = page.evaluate("""() => [...document.querySelectorAll('body *')].filter(e => e.childNodes.length
+        small = page.evaluate("""() => [...document.querySelectorAll('body *')]
+            .filter(e => e.childNodes.length
             && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())
             && parseFloat(getComputedStyle(e).fontSize) < 12).length""")
         rgb, geometry = capture(page, "H10", tmp_path / "H10.png")

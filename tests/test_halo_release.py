@@ -17,7 +17,7 @@ SEED = 20261201  # public development key of the shared release; one test varian
 
 
 def shared_release(tmp_path_factory):
-    """One release (no gallery, one test variant per case) per test session, shared by every halo test file."""
+    """One release (no gallery, one test variant per case) per session, shared by every halo test file."""
     if "release" not in _CACHE:
         out = tmp_path_factory.mktemp("halo") / "release"
         generate(out, gallery=False, progress=False, seed=SEED, test_variants=1)
@@ -41,8 +41,10 @@ def test_layout_and_manifest(release):
     for case in range(1, 15):
         for c in "ab":
             assert f"private/H{case:02d}_{c}.npz" in files and f"private/H{case:02d}_{c}.json" in files
-    arr = load_npz(release / "private" / "H02_a.npz", required=("components", "scene", "angular_pixel_arcsec",
-                                                                 "x_arcmin", "y_arcmin"))
+    arr = load_npz(
+        release / "private" / "H02_a.npz",
+        required=("components", "scene", "angular_pixel_arcsec", "x_arcmin", "y_arcmin"),
+    )
     assert arr["components"].shape == (2, 512, 512)
     np.testing.assert_array_equal(arr["scene"], arr["components"].sum(axis=0))
     assert float(arr["angular_pixel_arcsec"]) == 4.0
@@ -53,8 +55,19 @@ def test_two_generations_identical(release, tmp_path):
     # The second generation goes through the command line, which also checks the command: with the same
     # key every file, the test split's included, is the same bytes.
     again = tmp_path / "again"
-    res = CliRunner().invoke(main, ["halo-generate", "--output", str(again), "--no-gallery", "--seed", str(SEED),
-                                    "--test-variants", "1"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-generate",
+            "--output",
+            str(again),
+            "--no-gallery",
+            "--seed",
+            str(SEED),
+            "--test-variants",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert not (again / "gallery").exists()
     assert load_json(again / "manifest.json")["files"] == load_json(release / "manifest.json")["files"]
@@ -65,8 +78,19 @@ def test_public_holds_no_answers(release):
     text = (release / "public" / "halo_cases.json").read_text()
     pub = json.loads(text)
     assert len(pub["cases"]) == 14 and len(pub["research_cards"]) == 6
-    for word in ("expectation", "wick_arcmin", "radius_arcmin", "analytic", "calibration_ring", "ledger",
-                 "0.7904", "1.1417", "5.5004", "0.9661", "profiles"):
+    for word in (
+        "expectation",
+        "wick_arcmin",
+        "radius_arcmin",
+        "analytic",
+        "calibration_ring",
+        "ledger",
+        "0.7904",
+        "1.1417",
+        "5.5004",
+        "0.9661",
+        "profiles",
+    ):
         assert word not in text, word
     cond = pub["cases"][0]["conditions"][1]
     assert cond["id"] == "H01_b" and cond["scene"]["sources"][0]["x_arcmin"] == 3.0
@@ -119,7 +143,9 @@ def test_h14_partial_ring_not_wrapped(release):
     want = 1 - math.acos((w - 16.5) / got["radius_arcmin"]) / math.pi
     assert got["arc_coverage"] == pytest.approx(want, abs=1e-3) and got["arc_coverage"] < 1
     assert rec["ledger"]["outside_window"] > 0.05  # what leaves the window is reported
-    comp = load_npz(release / "private" / "H14_b.npz", required=("components",), allow_extra=True)["components"][0]
+    comp = load_npz(release / "private" / "H14_b.npz", required=("components",), allow_extra=True)[
+        "components"
+    ][0]
     # Nothing wrapped: the far (left) edge only receives the far wings, orders of magnitude below the
     # near edge.
     assert comp[:, :8].max() < 1e-3 * comp[:, -8:].max()
@@ -127,8 +153,9 @@ def test_h14_partial_ring_not_wrapped(release):
 
 def test_calibration_ring_fraction_of_lambda_over_d(release):
     rec = record(release, "H01_b")["sources"][0]
-    assert rec["calibration_ring"]["radius_arcmin"] / rec["analytic"]["lambda_over_d_arcmin"] == pytest.approx(
-        FIRST_BRIGHT, rel=1e-3)
+    assert rec["calibration_ring"]["radius_arcmin"] / rec["analytic"][
+        "lambda_over_d_arcmin"
+    ] == pytest.approx(FIRST_BRIGHT, rel=1e-3)
     assert rec["wick_arcmin"] == pytest.approx([3.0, -2.0], abs=1e-4)
 
 

@@ -63,8 +63,9 @@ def test_wrong_baselines_lose(release, loaded, tmp_path, mode):
         assert doc["diagnostic_subscores"]["fixation_cases"] == pytest.approx(100.0, abs=1e-6)
         # The whole-window centroid moves by the prism shift less the part of the wings cropped
         # differently at the two positions (0.3 % here).
-        assert doc["cases"]["H09"]["conditions"]["H09_b"]["terms"]["centroid_arcmin"]["error"] == pytest.approx(
-            5.5004, rel=0.01)
+        assert doc["cases"]["H09"]["conditions"]["H09_b"]["terms"]["centroid_arcmin"][
+            "error"
+        ] == pytest.approx(5.5004, rel=0.01)
     if mode == "fixed-circle":
         h05 = doc["cases"]["H05"]["conditions"]["H05_a"]
         assert not h05["valid"] and "energy gain" in h05["reason"]
@@ -90,12 +91,24 @@ def _arrays(sub, cond):
     return {k: np.array(v) for k, v in a.items()}
 
 
-@pytest.mark.parametrize("breakage, reason", [
-    ("negative", "negative"), ("nan", "NaN"), ("gain", "energy gain"), ("shape", "shape"),
-    ("pitch", "angular_pixel_arcsec"), ("scene", "sum of the components"), ("missing", "missing"),
-    ("pickle", "object arrays"), ("garbage", "not a readable npz"), ("complex", "dtype"),
-])
-def test_invalid_condition_scores_zero_with_reason(release, loaded, reference_sub, tmp_path, breakage, reason):
+@pytest.mark.parametrize(
+    "breakage, reason",
+    [
+        ("negative", "negative"),
+        ("nan", "NaN"),
+        ("gain", "energy gain"),
+        ("shape", "shape"),
+        ("pitch", "angular_pixel_arcsec"),
+        ("scene", "sum of the components"),
+        ("missing", "missing"),
+        ("pickle", "object arrays"),
+        ("garbage", "not a readable npz"),
+        ("complex", "dtype"),
+    ],
+)
+def test_invalid_condition_scores_zero_with_reason(
+    release, loaded, reference_sub, tmp_path, breakage, reason
+):
     sub = _copy_sub(reference_sub, tmp_path)
     a = _arrays(sub, "H01_b")
     path = sub / "H01_b.npz"
@@ -119,8 +132,12 @@ def test_invalid_condition_scores_zero_with_reason(release, loaded, reference_su
     if breakage == "missing":
         pass
     elif breakage == "pickle":
-        np.savez(path, components=np.array([object()], dtype=object), scene=a["scene"],
-                 angular_pixel_arcsec=a["angular_pixel_arcsec"])
+        np.savez(
+            path,
+            components=np.array([object()], dtype=object),
+            scene=a["scene"],
+            angular_pixel_arcsec=a["angular_pixel_arcsec"],
+        )
     elif breakage == "garbage":
         path.write_bytes(b"PK\x03\x04 not really a zip")
     else:
@@ -153,7 +170,15 @@ def test_scoring_terms_definitions(release, loaded, reference_sub):
     doc = evaluate(release, reference_sub, loaded)
     h01 = doc["cases"]["H01"]["conditions"]["H01_a"]["terms"]
     assert {k: v["weight"] for k, v in h01.items()} == pytest.approx(
-        {"full_l1": 0.25, "halo_l1": 0.35, "polar": 0.15, "centroid_arcmin": 0.10, "energy": 0.05, "ring": 0.10})
+        {
+            "full_l1": 0.25,
+            "halo_l1": 0.35,
+            "polar": 0.15,
+            "centroid_arcmin": 0.10,
+            "energy": 0.05,
+            "ring": 0.10,
+        }
+    )
     h08 = doc["cases"]["H08"]["conditions"]["H08_a"]["terms"]
     assert "ring" not in h08 and h08["halo_l1"]["weight"] == pytest.approx(0.45)
     assert sum(v["weight"] for v in h08.values()) == pytest.approx(1.0)
@@ -179,8 +204,18 @@ def test_flux_scaling_is_caught(release, loaded, reference_sub, tmp_path):
 
 
 def test_cli_evaluate_writes_score(release, reference_sub, tmp_path):
-    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(release), "--submission",
-                                    str(reference_sub), "--output", str(tmp_path / "score.json")])
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-evaluate",
+            "--release",
+            str(release),
+            "--submission",
+            str(reference_sub),
+            "--output",
+            str(tmp_path / "score.json"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "halo_development_score" in res.output
     doc = load_json(tmp_path / "score.json")
@@ -190,8 +225,18 @@ def test_cli_evaluate_writes_score(release, reference_sub, tmp_path):
 def test_bad_release_is_a_clear_error(tmp_path):
     (tmp_path / "public").mkdir()
     (tmp_path / "public" / "halo_cases.json").write_text('{"cases": 3}')
-    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(tmp_path), "--submission", str(tmp_path),
-                                    "--output", str(tmp_path / "s.json")])
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-evaluate",
+            "--release",
+            str(tmp_path),
+            "--submission",
+            str(tmp_path),
+            "--output",
+            str(tmp_path / "s.json"),
+        ],
+    )
     assert res.exit_code == 2 and "halo_cases.json: cases" in res.output
 
 

@@ -28,8 +28,11 @@ def release(tmp_path_factory):
 
 
 def _dev_files(manifest):
-    return {k: v for k, v in manifest["files"].items()
-            if k == "public/halo_cases.json" or (k.startswith("private/H") and "/test/" not in k)}
+    return {
+        k: v
+        for k, v in manifest["files"].items()
+        if k == "public/halo_cases.json" or (k.startswith("private/H") and "/test/" not in k)
+    }
 
 
 def test_dev_split_unchanged_and_independent_of_the_key(release, tmp_path):
@@ -41,15 +44,23 @@ def test_dev_split_unchanged_and_independent_of_the_key(release, tmp_path):
     other = generate(tmp_path / "dev-only", gallery=False, progress=False, test_variants=0)
     assert _dev_files(other) == dev
     assert other["answers_rebuildable"] is False and other["seed"] is None
-    assert (tmp_path / "dev-only" / "private" / "release.key").read_text().strip() != ReleaseKey.from_seed(SEED).secret.hex()
-    assert "test" not in other["splits"] and not (tmp_path / "dev-only" / "public" / "halo_cases_test.json").exists()
+    assert (tmp_path / "dev-only" / "private" / "release.key").read_text().strip() != ReleaseKey.from_seed(
+        SEED
+    ).secret.hex()
+    assert (
+        "test" not in other["splits"]
+        and not (tmp_path / "dev-only" / "public" / "halo_cases_test.json").exists()
+    )
 
 
 def test_layout_keys_and_no_pair_split(release):
     manifest = load_json(release / "manifest.json")
     assert manifest["answers_rebuildable"] is True and manifest["seed"] == SEED
     splits = manifest["splits"]
-    assert splits["test"]["public"] == "public/halo_cases_test.json" and splits["test"]["private"] == "private/test"
+    assert (
+        splits["test"]["public"] == "public/halo_cases_test.json"
+        and splits["test"]["private"] == "private/test"
+    )
     assert splits["test"]["variants_per_case"] == 1
     key = release / "private" / "release.key"
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
@@ -70,8 +81,16 @@ def test_layout_keys_and_no_pair_split(release):
     public = {p.relative_to(release).as_posix() for p in (release / "public").rglob("*") if p.is_file()}
     assert public == {"public/README.md", "public/halo_cases.json", "public/halo_cases_test.json"}
     text = (release / "public" / "halo_cases_test.json").read_text()
-    for word in ("expectation", "wick_arcmin", "radius_arcmin", "analytic", "calibration_ring", "ledger",
-                 "profiles", "release.key"):
+    for word in (
+        "expectation",
+        "wick_arcmin",
+        "radius_arcmin",
+        "analytic",
+        "calibration_ring",
+        "ledger",
+        "profiles",
+        "release.key",
+    ):
         assert word not in text, word
 
 
@@ -100,14 +119,20 @@ def test_variant_rules_over_many_keys():
             parent = dev[case.id[:3]]
             a, b = case.conditions
             for cond, pcond in zip(case.conditions, parent.conditions, strict=True):
-                assert (cond.calibration_ring, cond.complex_field) == (pcond.calibration_ring, pcond.complex_field)
+                assert (cond.calibration_ring, cond.complex_field) == (
+                    pcond.calibration_ring,
+                    pcond.complex_field,
+                )
                 for k, w in enumerate(_wicks(cond)):
                     if case.id.startswith("H14") and cond is b:
                         d = max(abs(w[0]), abs(w[1]))
-                        assert EDGE_BAND[0] <= d <= EDGE_BAND[1] and AXIS_GAP <= min(abs(w[0]), abs(w[1])) <= 12
+                        assert (
+                            EDGE_BAND[0] <= d <= EDGE_BAND[1] and AXIS_GAP <= min(abs(w[0]), abs(w[1])) <= 12
+                        )
                     else:  # away from both axes: a mirrored picture is a different answer
-                        assert AXIS_GAP <= abs(w[0]) <= FIELD_LIMIT and AXIS_GAP <= abs(w[1]) <= FIELD_LIMIT, \
-                            (case.id, k, w)
+                        assert (
+                            AXIS_GAP <= abs(w[0]) <= FIELD_LIMIT and AXIS_GAP <= abs(w[1]) <= FIELD_LIMIT
+                        ), (case.id, k, w)
             if case.id.startswith("H03"):
                 lams = [c.scene.sources[0].spectrum[0][0] for c in case.conditions]
                 assert all(450 <= x <= 650 for x in lams) and abs(lams[0] - lams[1]) >= 100
@@ -117,7 +142,9 @@ def test_variant_rules_over_many_keys():
             if case.id.startswith(("H09", "H11")):
                 # The seed's sign convention in both splits: the pattern moves by K_icl * c.
                 icl = b.scene.pupil.icl
-                assert b.prism_arcmin() == pytest.approx([icl.power_d * c * 1e-3 / ARCMIN for c in icl.decentre_mm])
+                assert b.prism_arcmin() == pytest.approx(
+                    [icl.power_d * c * 1e-3 / ARCMIN for c in icl.decentre_mm]
+                )
                 assert math.hypot(*icl.decentre_mm) >= 0.1 and a.scene.pupil.icl.decentre_mm == (0.0, 0.0)
             if case.id.startswith("H08"):
                 ta, tb = (c.scene.pupil.icl.axis_deg for c in case.conditions)
@@ -132,7 +159,8 @@ def test_default_is_four_variants_and_a_secret_key():
 
 
 def test_split_references_keep_the_seed_conventions(release):
-    # H09's variant: the wick moves by K_icl * c from the source, concentric ring; H14's ring is cut by the edge.
+    # H09's variant: the wick moves by K_icl * c from the source, concentric ring; H14's ring is cut by
+    # the edge.
     rec = load_json(release / "private" / "test" / "H09_t1_b.json")["sources"][0]
     want = np.add(rec["input_position_arcmin"], rec["prism_arcmin"])
     assert rec["wick_arcmin"] == pytest.approx(want, abs=1e-4)
@@ -151,13 +179,23 @@ def test_from_scratch_model_of_the_public_readme(release):
     # sign of the prism, the cylinder axis, the clear hole and the normalisation are as stated.
     readme = (release / "public" / "README.md").read_text()
     assert "-5.5004 arcmin" in readme and "theta = +a" in readme and "K c" in readme
-    pub = {c["id"]: c["scene"] for case in load_json(release / "public" / "halo_cases_test.json")["cases"]
-           for c in case["conditions"]}
-    pub.update({c["id"]: c["scene"] for case in load_json(release / "public" / "halo_cases.json")["cases"]
-                for c in case["conditions"]})
+    pub = {
+        c["id"]: c["scene"]
+        for case in load_json(release / "public" / "halo_cases_test.json")["cases"]
+        for c in case["conditions"]
+    }
+    pub.update(
+        {
+            c["id"]: c["scene"]
+            for case in load_json(release / "public" / "halo_cases.json")["cases"]
+            for c in case["conditions"]
+        }
+    )
     for cid, folder in (("H09_b", "private"), ("H11_t1_b", "private/test"), ("H08_t1_b", "private/test")):
         scene = pub[cid]
-        ref = load_npz(release / folder / f"{cid}.npz", required=("components",), allow_extra=True)["components"][0]
+        ref = load_npz(release / folder / f"{cid}.npz", required=("components",), allow_extra=True)[
+            "components"
+        ][0]
         axis = (np.arange(512) - 255.5) * 4 / 60
         rec = load_json(release / folder / f"{cid}.json")["sources"][0]
         cx, cy = rec["wick_arcmin"]
@@ -172,7 +210,7 @@ def test_from_scratch_model_of_the_public_readme(release):
 
 
 def _thin_phase_pixels(scene, xs, ys, n=320, sub=3):
-    """Pixel flux of a one-source, one-wavelength scene on pixels centred at xs, ys (arcmin), from the README."""
+    """Pixel flux of a one-source, one-wavelength scene on pixels centred at xs, ys (arcmin), README model."""
     pupil, icl, src = scene["pupil"], scene["pupil"]["icl"], scene["sources"][0]
     lam = src["spectrum"][0][0] * 1e-9
     d = pupil["diameter_mm"] * 1e-3
@@ -183,7 +221,9 @@ def _thin_phase_pixels(scene, xs, ys, n=320, sub=3):
     a = (uu**2 + vv**2 <= (d / 2) ** 2).astype(float)
     w = -(pupil["eye_excess_d"] / 2) * (uu**2 + vv**2)
     ru, rv = uu - c[0], vv - c[1]
-    zone = (ru**2 + rv**2 <= (icl["optic_zone_mm"] * 1e-3 / 2) ** 2) & (ru**2 + rv**2 > (icl["hole_mm"] * 1e-3 / 2) ** 2)
+    zone = (ru**2 + rv**2 <= (icl["optic_zone_mm"] * 1e-3 / 2) ** 2) & (
+        ru**2 + rv**2 > (icl["hole_mm"] * 1e-3 / 2) ** 2
+    )
     alpha = math.radians(icl["axis_deg"])
     dperp = -ru * math.sin(alpha) + rv * math.cos(alpha)
     w = w + zone * (-(icl["power_d"] / 2) * (ru**2 + rv**2) - (icl["cylinder_d"] / 2) * dperp**2)
@@ -201,7 +241,7 @@ def _thin_phase_pixels(scene, xs, ys, n=320, sub=3):
 
 
 def _scores(release, split, tmp_path_factory):
-    """Scores of every baseline on one split; the flips mirror the reference run instead of rendering again."""
+    """Scores of every baseline on one split; the flips mirror the reference run (no second render)."""
     loaded = load_release(release, split)
     root = tmp_path_factory.mktemp(f"baselines-{split}")
     out = {}
@@ -212,7 +252,9 @@ def _scores(release, split, tmp_path_factory):
         sub = root / f"{axis}-flip"
         for f in sorted((root / "reference").glob("*.npz")):
             comps = flip(load_npz(f, required=("components",), allow_extra=True)["components"], axis)
-            write_npz(sub / f.name, components=comps, scene=comps.sum(axis=0), angular_pixel_arcsec=np.float64(4.0))
+            write_npz(
+                sub / f.name, components=comps, scene=comps.sum(axis=0), angular_pixel_arcsec=np.float64(4.0)
+            )
         out[f"{axis}-flip"] = evaluate(release, sub, loaded, split=split)
     return out
 
@@ -227,8 +269,10 @@ def dev_scores(release, tmp_path_factory):
     return _scores(release, "dev", tmp_path_factory)
 
 
-@pytest.mark.parametrize("mode, ceiling", [("wrong-position", 50.0), ("x-flip", 50.0), ("y-flip", 50.0),
-                                           ("no-halo", 30.0), ("fixed-circle", 30.0)])
+@pytest.mark.parametrize(
+    "mode, ceiling",
+    [("wrong-position", 50.0), ("x-flip", 50.0), ("y-flip", 50.0), ("no-halo", 30.0), ("fixed-circle", 30.0)],
+)
 def test_discrimination_on_the_test_split(test_scores, mode, ceiling):
     assert test_scores["reference"]["halo_development_score"] >= 99.0
     doc = test_scores[mode]
@@ -251,7 +295,9 @@ def test_flips_on_the_dev_split_are_right_on_symmetric_cases(dev_scores, mode):
 def test_flip_baseline_mirrors_the_grid(release, tmp_path):
     # The command's flip is the reference mirrored: a source at (x, y) lands at (-x, y) or (x, -y).
     run_baseline(release, tmp_path / "x", "x-flip", progress=False)
-    comps = load_npz(tmp_path / "x" / "H01_b.npz", required=("components",), allow_extra=True)["components"][0]
+    comps = load_npz(tmp_path / "x" / "H01_b.npz", required=("components",), allow_extra=True)["components"][
+        0
+    ]
     i, j = np.unravel_index(int(np.argmax(comps)), comps.shape)
     axis = (np.arange(512) - 255.5) * 4 / 60
     assert abs(axis[j] + 3.0) < 0.07 and abs(axis[i] + 2.0) < 0.07

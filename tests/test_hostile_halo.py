@@ -33,8 +33,10 @@ def reference_sub(release, tmp_path_factory):
 
 
 def _arrays(sub, cond):
-    return {k: np.array(v) for k, v in load_npz(sub / f"{cond}.npz", required=KEYS,
-                                                optional=("x_arcmin", "y_arcmin")).items()}
+    return {
+        k: np.array(v)
+        for k, v in load_npz(sub / f"{cond}.npz", required=KEYS, optional=("x_arcmin", "y_arcmin")).items()
+    }
 
 
 def _broken(a, how):
@@ -141,8 +143,18 @@ def hostile_run(release, reference_sub, tmp_path_factory):
         _make(sub, outside, cond, how, reference_sub / f"{cond}.npz")
     (sub / "..H13_a.npz").write_bytes(b"junk")  # extra names are never opened
     (sub / "README").write_text("not a condition")
-    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(release), "--submission", str(sub),
-                                    "--output", str(out / "score.json")])
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-evaluate",
+            "--release",
+            str(release),
+            "--submission",
+            str(sub),
+            "--output",
+            str(out / "score.json"),
+        ],
+    )
     return res, sub, out
 
 
@@ -183,8 +195,9 @@ def test_bad_condition_id_in_the_release_is_a_clear_error(release, tmp_path):
     (fake / "public" / "halo_cases.json").write_text(__import__("json").dumps(cases))
     out = tmp_path / "score.json"
     out.write_text("previous")
-    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path),
-                                    "--output", str(out)])
+    res = CliRunner().invoke(
+        main, ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path), "--output", str(out)]
+    )
     assert res.exit_code == 2 and "halo_cases.json: cases[0].conditions[0].id: bad condition id" in res.output
     assert out.read_text() == "previous"  # an error never touches an existing score file
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release", "score.json"]
@@ -199,8 +212,20 @@ def test_test_split_answers_are_not_reachable_by_symlink(release, tmp_path):
         for c in case["conditions"]:
             (sub / f"{c['id']}.npz").symlink_to(release / "private" / "test" / f"{c['id']}.npz")
     out = tmp_path / "score.json"
-    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(release), "--submission", str(sub),
-                                    "--output", str(out), "--split", "test"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-evaluate",
+            "--release",
+            str(release),
+            "--submission",
+            str(sub),
+            "--output",
+            str(out),
+            "--split",
+            "test",
+        ],
+    )
     assert res.exit_code == 0, res.output
     doc = load_json(out)
     assert doc["split"] == "test" and doc["halo_development_score"] == 0.0
@@ -212,13 +237,40 @@ def test_missing_or_hostile_test_split_is_a_clear_error(release, tmp_path):
     fake = tmp_path / "release"
     shutil.copytree(release / "public", fake / "public")
     (fake / "public" / "halo_cases_test.json").unlink()
-    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path),
-                                    "--output", str(tmp_path / "s.json"), "--split", "test"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-evaluate",
+            "--release",
+            str(fake),
+            "--submission",
+            str(tmp_path),
+            "--output",
+            str(tmp_path / "s.json"),
+            "--split",
+            "test",
+        ],
+    )
     assert res.exit_code == 2 and "halo_cases_test.json" in res.output
     cases = load_json(release / "public" / "halo_cases_test.json")
     cases["cases"][0]["conditions"][0]["id"] = "../H01_a"  # would reach a development answer
     (fake / "public" / "halo_cases_test.json").write_text(__import__("json").dumps(cases))
-    res = CliRunner().invoke(main, ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path),
-                                    "--output", str(tmp_path / "s.json"), "--split", "test"])
-    assert res.exit_code == 2 and "halo_cases_test.json: cases[0].conditions[0].id: bad condition id" in res.output
+    res = CliRunner().invoke(
+        main,
+        [
+            "halo-evaluate",
+            "--release",
+            str(fake),
+            "--submission",
+            str(tmp_path),
+            "--output",
+            str(tmp_path / "s.json"),
+            "--split",
+            "test",
+        ],
+    )
+    assert (
+        res.exit_code == 2
+        and "halo_cases_test.json: cases[0].conditions[0].id: bad condition id" in res.output
+    )
     assert not (tmp_path / "s.json").exists()

@@ -1,0 +1,1 @@
+"""Halo track: cases, release, measurer, scoring, baselines and gallery."""

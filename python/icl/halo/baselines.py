@@ -51,11 +51,16 @@ def _transmitted(scene: Scene, k: int) -> float:
 def wrong_position(scene: Scene) -> np.ndarray:
     """Components of the right pattern drawn at fixation, ignoring source positions and prism."""
     icl = scene.pupil.icl
-    pupil = scene.pupil if icl is None else dataclasses.replace(
-        scene.pupil, icl=dataclasses.replace(icl, decentre_mm=(0.0, 0.0)))
-    moved = dataclasses.replace(scene, pupil=pupil,
-                                sources=tuple(dataclasses.replace(s, x_arcmin=0.0, y_arcmin=0.0)
-                                              for s in scene.sources))
+    pupil = (
+        scene.pupil
+        if icl is None
+        else dataclasses.replace(scene.pupil, icl=dataclasses.replace(icl, decentre_mm=(0.0, 0.0)))
+    )
+    moved = dataclasses.replace(
+        scene,
+        pupil=pupil,
+        sources=tuple(dataclasses.replace(s, x_arcmin=0.0, y_arcmin=0.0) for s in scene.sources),
+    )
     return render(moved).components
 
 
@@ -79,7 +84,7 @@ def no_halo(scene: Scene) -> np.ndarray:
 
 
 def fixed_circle(scene: Scene) -> np.ndarray:
-    """The fixed core-and-ring asset, unit flux, at each geometric wick (ignores lambda, pupil, flux)."""
+    """Paint the fixed core-and-ring asset, unit flux, at each geometric wick, whatever lambda or pupil."""
     det = scene.detector
     axis = det.axis_arcmin
     area = (det.pitch_arcsec / 60.0) ** 2
@@ -104,8 +109,9 @@ def flip(components: np.ndarray, axis: str) -> np.ndarray:
     return np.ascontiguousarray(components[:, :, ::-1] if axis == "x" else components[:, ::-1, :])
 
 
-def run_baseline(release: str | Path, output: str | Path, mode: str, progress: bool = True,
-                 split: str = "dev") -> list[str]:
+def run_baseline(
+    release: str | Path, output: str | Path, mode: str, progress: bool = True, split: str = "dev"
+) -> list[str]:
     """Write ``<condition>.npz`` for every condition of one split of ``release/public`` into ``output``.
 
     Returns the condition ids written.
@@ -120,8 +126,11 @@ def run_baseline(release: str | Path, output: str | Path, mode: str, progress: b
     pub = load_json(pub_file)
     if not isinstance(pub, dict) or not isinstance(pub.get("cases"), list):
         raise InputError("expected an object with a 'cases' list", str(pub_file), "cases")
-    conds = [(f"cases[{i}].conditions[{j}]", c) for i, case in enumerate(pub["cases"])
-             for j, c in enumerate(case.get("conditions", []))]
+    conds = [
+        (f"cases[{i}].conditions[{j}]", c)
+        for i, case in enumerate(pub["cases"])
+        for j, c in enumerate(case.get("conditions", []))
+    ]
     written = []
     out = Path(output)
     with Progress(disable=not progress) as bar:
@@ -144,15 +153,20 @@ def run_baseline(release: str | Path, output: str | Path, mode: str, progress: b
                 comps = flip(render(scene).components, mode[0])
             else:
                 comps = fixed_circle(scene)
-            write_npz(out / f"{cid}.npz", components=comps, scene=comps.sum(axis=0),
-                      angular_pixel_arcsec=np.float64(scene.detector.pitch_arcsec))
+            write_npz(
+                out / f"{cid}.npz",
+                components=comps,
+                scene=comps.sum(axis=0),
+                angular_pixel_arcsec=np.float64(scene.detector.pitch_arcsec),
+            )
             written.append(cid)
             bar.advance(task)
     return written
 
 
-def baseline_table(release: str | Path, output: str | Path, splits: tuple[str, ...] = ("dev", "test"),
-                   progress: bool = True) -> list[dict]:
+def baseline_table(
+    release: str | Path, output: str | Path, splits: tuple[str, ...] = ("dev", "test"), progress: bool = True
+) -> list[dict]:
     """Run every baseline on each split of ``release``, score it, and return one row per (split, mode).
 
     Runs and score files go to ``output/<split>/<mode>/`` (``score.json`` beside the arrays). A row holds
@@ -168,6 +182,12 @@ def baseline_table(release: str | Path, output: str | Path, splits: tuple[str, .
             run_baseline(release, sub, mode, progress=progress, split=split)
             doc = evaluate(release, sub, loaded, split=split)
             write_score(doc, sub / "score.json")
-            rows.append({"split": split, "mode": mode, "score": doc["halo_development_score"],
-                         **doc["diagnostic_subscores"]})
+            rows.append(
+                {
+                    "split": split,
+                    "mode": mode,
+                    "score": doc["halo_development_score"],
+                    **doc["diagnostic_subscores"],
+                }
+            )
     return rows

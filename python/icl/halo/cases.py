@@ -122,12 +122,14 @@ class Condition:
         src = self.scene.sources[0]
         px, py = self.prism_arcmin()
         lod = self.lambda_over_d_arcmin()
-        return {"centre_arcmin": [src.x_arcmin + px, src.y_arcmin + py],
-                "first_bright_ring_arcmin": FIRST_BRIGHT * lod,
-                "first_dark_ring_arcmin": FIRST_DARK * lod,
-                "lambda_over_d_arcmin": lod,
-                "rule": "Airy pattern of a uniform circular pupil: bright ring 1.6347 lambda/D, dark ring "
-                        "1.2197 lambda/D, centre = source + K_icl * decentre"}
+        return {
+            "centre_arcmin": [src.x_arcmin + px, src.y_arcmin + py],
+            "first_bright_ring_arcmin": FIRST_BRIGHT * lod,
+            "first_dark_ring_arcmin": FIRST_DARK * lod,
+            "lambda_over_d_arcmin": lod,
+            "rule": "Airy pattern of a uniform circular pupil: bright ring 1.6347 lambda/D, dark ring "
+            "1.2197 lambda/D, centre = source + K_icl * decentre",
+        }
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ class ResearchCard:
 
 
 def _check_calibration(cond: Condition, file: str, field: str) -> None:
-    """A declared calibration condition must really be a concentric Airy pattern."""
+    """Check that a declared calibration condition really is a concentric Airy pattern."""
     sc = cond.scene
     icl = sc.pupil.icl
     problems = []
@@ -203,11 +205,16 @@ def load_case(path: str | Path) -> HaloCase | ResearchCard:
     if path.stem != obj["id"]:
         raise InputError(f"id {obj['id']!r} does not match the file name {path.name!r}", file, "id")
     if kind == "research":
-        return ResearchCard(obj["id"], obj["question"], tuple(obj["inputs_required"]), obj["truth"], obj["note"],
-                            file)
-    conds = tuple(make_condition(obj["id"], label, obj["conditions"][label], file) for label in CONDITION_LABELS)
+        return ResearchCard(
+            obj["id"], obj["question"], tuple(obj["inputs_required"]), obj["truth"], obj["note"], file
+        )
+    conds = tuple(
+        make_condition(obj["id"], label, obj["conditions"][label], file) for label in CONDITION_LABELS
+    )
     check_pair(conds, file)
-    return HaloCase(obj["id"], obj["title"], obj["purpose"], tuple(obj["predict"]), obj["expectation"], conds, file)
+    return HaloCase(
+        obj["id"], obj["title"], obj["purpose"], tuple(obj["predict"]), obj["expectation"], conds, file
+    )
 
 
 def make_condition(case_id: str, label: str, c: dict, file: str) -> Condition:
@@ -221,11 +228,21 @@ def make_condition(case_id: str, label: str, c: dict, file: str) -> Condition:
     """
     where = f"conditions.{label}"
     scene = _scene_from_dict(c["scene"], file, where + ".scene")
-    cond = Condition(f"{case_id}_{label}", case_id, c["label"], scene, c["scene"], c["calibration_ring"],
-                     c["complex_field"])
+    cond = Condition(
+        f"{case_id}_{label}",
+        case_id,
+        c["label"],
+        scene,
+        c["scene"],
+        c["calibration_ring"],
+        c["complex_field"],
+    )
     if cond.calibration_ring and cond.complex_field:
-        raise InputError("a condition cannot be both a calibration ring and a complex field", file,
-                         where + ".complex_field")
+        raise InputError(
+            "a condition cannot be both a calibration ring and a complex field",
+            file,
+            where + ".complex_field",
+        )
     if cond.calibration_ring:
         _check_calibration(cond, file, where + ".calibration_ring")
     return cond
@@ -234,8 +251,11 @@ def make_condition(case_id: str, label: str, c: dict, file: str) -> Condition:
 def check_pair(conds: tuple[Condition, Condition], file: str) -> None:
     """Both conditions of a pair need the same number of sources (paired differences are per source)."""
     if len(conds[0].scene.sources) != len(conds[1].scene.sources):
-        raise InputError("both conditions must have the same number of sources (paired differences)", file,
-                         "conditions.b.scene.sources")
+        raise InputError(
+            "both conditions must have the same number of sources (paired differences)",
+            file,
+            "conditions.b.scene.sources",
+        )
 
 
 def _scene_from_dict(d: Any, file: str, where: str) -> Scene:

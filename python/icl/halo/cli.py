@@ -13,15 +13,31 @@ from icl.parallel import scheduler_options
 @click.command("halo-generate")
 @click.option("--output", required=True, type=click.Path(file_okay=False), help="Release folder to write.")
 @click.option("--no-gallery", is_flag=True, help="Skip the evaluator-only gallery.")
-@click.option("--test-variants", default=4, show_default=True, type=click.IntRange(min=0),
-              help="Keyed variants per case in the held-out test split (0: development split only).")
-@click.option("--seed", default=None, type=click.IntRange(min=0),
-              help="Make a public development release from this seed: anyone can rebuild its test answers and it "
-                   "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
+@click.option(
+    "--test-variants",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Keyed variants per case in the held-out test split (0: development split only).",
+)
+@click.option(
+    "--seed",
+    default=None,
+    type=click.IntRange(min=0),
+    help="Make a public development release from this seed: anyone can rebuild its test answers and it "
+    "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.",
+)
 @scheduler_options
 @force_option
-def halo_generate(output: str, no_gallery: bool, test_variants: int, seed: int | None, scheduler: str | None,
-                  workers: int, force: bool) -> None:
+def halo_generate(
+    output: str,
+    no_gallery: bool,
+    test_variants: int,
+    seed: int | None,
+    scheduler: str | None,
+    workers: int,
+    force: bool,
+) -> None:
     """Generate the halo release: development and test splits, private references, gallery and manifest.
 
     The development split is the same bytes whatever the key; the test split is a function of the key.
@@ -34,20 +50,40 @@ def halo_generate(output: str, no_gallery: bool, test_variants: int, seed: int |
     prepare_output_dir(output, force)
 
     t0 = time.perf_counter()
-    manifest = generate(output, gallery=not no_gallery, progress=sys.stderr.isatty(), scheduler=scheduler,
-                        workers=workers, test_variants=test_variants, seed=seed)
+    manifest = generate(
+        output,
+        gallery=not no_gallery,
+        progress=sys.stderr.isatty(),
+        scheduler=scheduler,
+        workers=workers,
+        test_variants=test_variants,
+        seed=seed,
+    )
     click.echo(f"wrote {len(manifest['files'])} files to {output} in {time.perf_counter() - t0:.1f} s")
 
 
 @click.command("halo-baseline")
-@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False),
-              help="Release folder written by halo-generate (only public/ is read).")
+@click.option(
+    "--release",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Release folder written by halo-generate (only public/ is read).",
+)
 @click.option("--output", required=True, type=click.Path(file_okay=False), help="Submission folder to write.")
-@click.option("--mode", default="reference", show_default=True,
-              type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip"]),
-              help="Which baseline to compute (docs/halo.md describes each).")
-@click.option("--split", default="dev", show_default=True, type=click.Choice(["dev", "test"]),
-              help="Which split's public conditions to compute.")
+@click.option(
+    "--mode",
+    default="reference",
+    show_default=True,
+    type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip"]),
+    help="Which baseline to compute (docs/halo.md describes each).",
+)
+@click.option(
+    "--split",
+    default="dev",
+    show_default=True,
+    type=click.Choice(["dev", "test"]),
+    help="Which split's public conditions to compute.",
+)
 def halo_baseline(release: str, output: str, mode: str, split: str) -> None:
     """Write a baseline submission computed from the release's public part only."""
     from icl.halo.baselines import run_baseline
@@ -57,12 +93,27 @@ def halo_baseline(release: str, output: str, mode: str, split: str) -> None:
 
 
 @click.command("halo-baselines")
-@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False),
-              help="Release folder written by halo-generate.")
-@click.option("--output", required=True, type=click.Path(file_okay=False),
-              help="Folder for the runs: OUTPUT/<split>/<mode>/ with score.json.")
-@click.option("--split", "splits", multiple=True, default=("dev", "test"), show_default=True,
-              type=click.Choice(["dev", "test"]), help="Splits to run (repeat the option for several).")
+@click.option(
+    "--release",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Release folder written by halo-generate.",
+)
+@click.option(
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder for the runs: OUTPUT/<split>/<mode>/ with score.json.",
+)
+@click.option(
+    "--split",
+    "splits",
+    multiple=True,
+    default=("dev", "test"),
+    show_default=True,
+    type=click.Choice(["dev", "test"]),
+    help="Splits to run (repeat the option for several).",
+)
 def halo_baselines(release: str, output: str, splits: tuple[str, ...]) -> None:
     """Run every baseline on each split, score it and print the table of docs/halo.md."""
     from icl.halo.baselines import baseline_table
@@ -71,19 +122,34 @@ def halo_baselines(release: str, output: str, splits: tuple[str, ...]) -> None:
     click.echo("| split | baseline | score | position-bearing | fixation |")
     click.echo("|---|---|---|---|---|")
     for r in rows:
-        cells = [f"{v:.2f}" if v is not None else "-" for v in
-                 (r["score"], r["position_bearing_cases"], r["fixation_cases"])]
+        cells = [
+            f"{v:.2f}" if v is not None else "-"
+            for v in (r["score"], r["position_bearing_cases"], r["fixation_cases"])
+        ]
         click.echo(f"| {r['split']} | {r['mode']} | " + " | ".join(cells) + " |")
 
 
 @click.command("halo-evaluate")
-@click.option("--release", required=True, type=click.Path(exists=True, file_okay=False),
-              help="Release folder written by halo-generate (with its private references).")
-@click.option("--submission", required=True, type=click.Path(file_okay=False),
-              help="Submission folder: one <condition>.npz per condition of the split.")
+@click.option(
+    "--release",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Release folder written by halo-generate (with its private references).",
+)
+@click.option(
+    "--submission",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Submission folder: one <condition>.npz per condition of the split.",
+)
 @click.option("--output", required=True, type=click.Path(dir_okay=False), help="score.json to write.")
-@click.option("--split", default="dev", show_default=True, type=click.Choice(["dev", "test"]),
-              help="Which split's conditions to score.")
+@click.option(
+    "--split",
+    default="dev",
+    show_default=True,
+    type=click.Choice(["dev", "test"]),
+    help="Which split's conditions to score.",
+)
 def halo_evaluate(release: str, submission: str, output: str, split: str) -> None:
     """Score a submission folder against one split of a release and write score.json."""
     from rich.console import Console

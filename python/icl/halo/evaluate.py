@@ -56,10 +56,11 @@ class ReferenceCondition:
 
     @property
     def zero_flux(self) -> bool:
+        """True when every source of the condition has zero flux."""
         return bool(self.record["zero_flux"])
 
     def anchors(self) -> list[tuple[float, float]]:
-        """Fixed anchor of each source: its reference wick (its expected wick when it has no flux)."""
+        """Return the fixed anchor of each source: its reference wick (expected wick when it has no flux)."""
         return [tuple(s["wick_arcmin"] or s["expected_wick_arcmin"]) for s in self.record["sources"]]
 
 
@@ -89,13 +90,18 @@ def load_release(release: str | Path, split: str = "dev") -> list[tuple[str, lis
                 raise InputError("bad condition id", str(pub_file), f"cases[{i}].conditions[{j}].id")
             scene = Scene.from_dict(c.get("scene"), file=str(pub_file))
             npz = root / private / f"{cid}.npz"
-            arrays = load_npz(npz, required=("components", "scene", "angular_pixel_arcsec", "x_arcmin", "y_arcmin"))
+            arrays = load_npz(
+                npz, required=("components", "scene", "angular_pixel_arcsec", "x_arcmin", "y_arcmin")
+            )
             record = load_json(root / private / f"{cid}.json")
             comps = np.asarray(arrays["components"], dtype=float)
             if comps.shape != (len(scene.sources), scene.detector.n, scene.detector.n):
                 raise InputError(f"shape {comps.shape} does not match the scene", str(npz), "components")
-            conds.append(ReferenceCondition(cid, case["id"], scene, comps, np.asarray(arrays["x_arcmin"], float),
-                                            record))
+            conds.append(
+                ReferenceCondition(
+                    cid, case["id"], scene, comps, np.asarray(arrays["x_arcmin"], float), record
+                )
+            )
         if len(conds) != 2:
             raise InputError("a case needs exactly two conditions", str(pub_file), f"cases[{i}].conditions")
         out.append((case["id"], conds))
@@ -118,8 +124,12 @@ def load_submission(path: Path, ref: ReferenceCondition) -> np.ndarray:
     if not path.exists():
         raise Invalid(f"missing condition file: expected {path.name} in {path.parent}")
     try:
-        arrays = load_npz(path, required=("components", "scene", "angular_pixel_arcsec"),
-                          optional=("x_arcmin", "y_arcmin"), max_bytes=MAX_SUBMISSION_BYTES)
+        arrays = load_npz(
+            path,
+            required=("components", "scene", "angular_pixel_arcsec"),
+            optional=("x_arcmin", "y_arcmin"),
+            max_bytes=MAX_SUBMISSION_BYTES,
+        )
     except InputError as exc:
         raise Invalid(f"{exc.field + ': ' if exc.field else ''}{exc.reason}") from None
     n = ref.scene.detector.n
@@ -140,7 +150,11 @@ def load_submission(path: Path, ref: ReferenceCondition) -> np.ndarray:
     for key in ("x_arcmin", "y_arcmin"):
         if key in arrays:
             a = arrays[key]
-            if a.shape != ref.axis.shape or a.dtype.kind != "f" or not np.allclose(a, ref.axis, rtol=0, atol=1e-9):
+            if (
+                a.shape != ref.axis.shape
+                or a.dtype.kind != "f"
+                or not np.allclose(a, ref.axis, rtol=0, atol=1e-9)
+            ):
                 raise Invalid(f"{key}: does not match the release grid")
     if not (np.all(np.isfinite(comps)) and np.all(np.isfinite(scene))):
         raise Invalid("NaN or Inf values")
@@ -213,8 +227,10 @@ def condition_errors(ref: ReferenceCondition, sub: np.ndarray) -> dict[str, floa
         if got["status"] != "detected" or want["status"] != "detected":
             err["ring"] = math.inf
         else:
-            dc = math.hypot(got["centre_arcmin"][0] - want["centre_arcmin"][0],
-                            got["centre_arcmin"][1] - want["centre_arcmin"][1])
+            dc = math.hypot(
+                got["centre_arcmin"][0] - want["centre_arcmin"][0],
+                got["centre_arcmin"][1] - want["centre_arcmin"][1],
+            )
             err["ring"] = (dc + abs(got["radius_arcmin"] - want["radius_arcmin"])) / want["radius_arcmin"]
     return err
 
@@ -255,14 +271,20 @@ def paired_score(refs: list[ReferenceCondition], subs: list[np.ndarray]) -> dict
 
 
 def _off_fixation(scene: Scene) -> bool:
-    """A source away from fixation or a decentred optic: the case tests where the pattern lies."""
+    """Tell whether a source lies away from fixation or the optic is decentred (position is tested)."""
     icl = scene.pupil.icl
     return any(s.x_arcmin or s.y_arcmin for s in scene.sources) or (icl is not None and any(icl.decentre_mm))
 
 
-def evaluate(release: str | Path, submission: str | Path,
-             loaded: list[tuple[str, list[ReferenceCondition]]] | None = None, split: str = "dev") -> dict:
-    """Score every condition of one split of ``release`` from the folder ``submission``; return the score document.
+def evaluate(
+    release: str | Path,
+    submission: str | Path,
+    loaded: list[tuple[str, list[ReferenceCondition]]] | None = None,
+    split: str = "dev",
+) -> dict:
+    """Score every condition of one split of ``release`` from the folder ``submission``.
+
+    Returns the score document.
 
     ``loaded`` may pass the result of :func:`load_release` for that split to score several submissions
     against one release without reading it again. Both splits are scored by the same rules.
@@ -285,7 +307,11 @@ def evaluate(release: str | Path, submission: str | Path,
                 conds[ref.id] = {"valid": False, "score": 0.0, "reason": str(exc)}
                 subs.append(None)
             except Exception as exc:  # noqa: BLE001 - hostile content must never stop the evaluation
-                conds[ref.id] = {"valid": False, "score": 0.0, "reason": f"unreadable: {type(exc).__name__}: {exc}"}
+                conds[ref.id] = {
+                    "valid": False,
+                    "score": 0.0,
+                    "reason": f"unreadable: {type(exc).__name__}: {exc}",
+                }
                 subs.append(None)
         if all(s is not None for s in subs):
             pair = paired_score(refs, subs)
@@ -293,28 +319,42 @@ def evaluate(release: str | Path, submission: str | Path,
             pair = {"score": 0.0, "reason": "a condition is missing or invalid"}
         cond_mean = float(np.mean([c["score"] for c in conds.values()]))
         case_score = CONDITION_SHARE * cond_mean + PAIR_SHARE * pair["score"]
-        out_cases[case_id] = {"score": case_score, "condition_mean": cond_mean, "paired": pair,
-                              "position_bearing": any(_off_fixation(r.scene) for r in refs), "conditions": conds}
+        out_cases[case_id] = {
+            "score": case_score,
+            "condition_mean": cond_mean,
+            "paired": pair,
+            "position_bearing": any(_off_fixation(r.scene) for r in refs),
+            "conditions": conds,
+        }
         total += case_score
     subscores = {}
     for name, flag in (("position_bearing_cases", True), ("fixation_cases", False)):
         vals = [c["score"] for c in out_cases.values() if c["position_bearing"] is flag]
         subscores[name] = float(np.mean(vals)) if vals else None
-    return {"format": "icl-halo-score/1", "split": split,
-            "halo_development_score": total / len(out_cases) if out_cases else None,
-            "not_ranked": not_ranked,
-            "clinical_score": None, "professional_score": None,
-            "diagnostic_subscores": subscores,
-            "note": "Development score of the synthetic thin-phase set; not a clinical accuracy.",
-            "weights": {"terms": {k: {"weight": w, "scale": s} for k, (w, s) in TERMS.items()},
-                        "complex_field_halo_weight": COMPLEX_HALO_WEIGHT, "leak_scale": LEAK_SCALE,
-                        "condition_share": CONDITION_SHARE, "paired_share": PAIR_SHARE,
-                        "paired_scale": PAIR_SCALE, "paired_floor": PAIR_FLOOR},
-            "cases": out_cases}
+    return {
+        "format": "icl-halo-score/1",
+        "split": split,
+        "halo_development_score": total / len(out_cases) if out_cases else None,
+        "not_ranked": not_ranked,
+        "clinical_score": None,
+        "professional_score": None,
+        "diagnostic_subscores": subscores,
+        "note": "Development score of the synthetic thin-phase set; not a clinical accuracy.",
+        "weights": {
+            "terms": {k: {"weight": w, "scale": s} for k, (w, s) in TERMS.items()},
+            "complex_field_halo_weight": COMPLEX_HALO_WEIGHT,
+            "leak_scale": LEAK_SCALE,
+            "condition_share": CONDITION_SHARE,
+            "paired_share": PAIR_SHARE,
+            "paired_scale": PAIR_SCALE,
+            "paired_floor": PAIR_FLOOR,
+        },
+        "cases": out_cases,
+    }
 
 
 def score_table(doc: dict):
-    """A rich table of case, condition and paired scores."""
+    """Build a rich table of case, condition and paired scores."""
     from rich.table import Table
 
     sub = doc["diagnostic_subscores"]
@@ -325,8 +365,14 @@ def score_table(doc: dict):
     for cid, c in doc["cases"].items():
         a, b = c["conditions"].values()
         notes = "; ".join(x["reason"] for x in (a, b) if not x["valid"])
-        t.add_row(cid, f"{a['score']:.2f}", f"{b['score']:.2f}", f"{c['paired']['score']:.2f}", f"{c['score']:.2f}",
-                  notes[:60])
+        t.add_row(
+            cid,
+            f"{a['score']:.2f}",
+            f"{b['score']:.2f}",
+            f"{c['paired']['score']:.2f}",
+            f"{c['score']:.2f}",
+            notes[:60],
+        )
     return t
 
 

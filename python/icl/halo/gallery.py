@@ -38,14 +38,14 @@ FIG_PX = (int(FIG_SIZE[0] * DPI), int(FIG_SIZE[1] * DPI))
 
 
 def log_flux(a: np.ndarray) -> np.ndarray:
-    """Fixed display mapping of pixel flux: log10 clipped to [LOG_MIN, LOG_MAX]."""
+    """Map pixel flux to the fixed display range: log10 clipped to [LOG_MIN, LOG_MAX]."""
     with np.errstate(divide="ignore"):
         v = np.log10(np.where(a > 0, a, 0.0))
     return np.clip(v, LOG_MIN, LOG_MAX)
 
 
 def smoothed(img: np.ndarray, pitch_arcmin: float) -> np.ndarray:
-    """The image smoothed by a Gaussian of SMOOTH_FWHM_ARCMIN; zero outside the window (nothing reflected)."""
+    """Smooth an image by a Gaussian of SMOOTH_FWHM_ARCMIN; zero outside the window (nothing reflected)."""
     from scipy.ndimage import gaussian_filter
 
     sigma = SMOOTH_FWHM_ARCMIN / (2.0 * math.sqrt(2.0 * math.log(2.0))) / pitch_arcmin
@@ -58,8 +58,13 @@ def change_map(a: np.ndarray, b: np.ndarray, pitch_arcmin: float) -> np.ndarray:
     return np.clip(np.log10(ratio), -CHANGE_DECADES, CHANGE_DECADES)
 
 
-def change_profile(change: np.ndarray, axis: np.ndarray, centre: tuple[float, float],
-                   step: float = 0.125, r_max: float = 12.0) -> tuple[np.ndarray, np.ndarray]:
+def change_profile(
+    change: np.ndarray,
+    axis: np.ndarray,
+    centre: tuple[float, float],
+    step: float = 0.125,
+    r_max: float = 12.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Mean of the change map on annuli of width ``step`` about ``centre``: (radii, mean); NaN where empty."""
     xs, ys = np.meshgrid(axis, axis)
     r = np.hypot(xs - centre[0], ys - centre[1])
@@ -74,7 +79,10 @@ def change_profile(change: np.ndarray, axis: np.ndarray, centre: tuple[float, fl
 
 
 def gain_ring(radii: np.ndarray, mean: np.ndarray, lambda_over_d: float) -> tuple[float, float] | None:
-    """(radius, decades) where b gains most on a beyond GAIN_START_LOD lambda/D; None below GAIN_MIN_DECADES."""
+    """Find (radius, decades) where b gains most on a beyond GAIN_START_LOD lambda/D.
+
+    None when the gain stays below GAIN_MIN_DECADES.
+    """
     sel = (radii > GAIN_START_LOD * lambda_over_d) & np.isfinite(mean)
     if not np.any(sel):
         return None
@@ -83,7 +91,7 @@ def gain_ring(radii: np.ndarray, mean: np.ndarray, lambda_over_d: float) -> tupl
 
 
 def fmt(v: float, digits: int = 4, sign: bool = True) -> str:
-    """A number with fixed decimals and no negative zero (-0.0000 prints as +0.0000)."""
+    """Format a number with fixed decimals and no negative zero (-0.0000 prints as +0.0000)."""
     v = round(float(v), digits)
     if v == 0:
         v = 0.0  # drops the sign of -0.0
@@ -134,16 +142,36 @@ def _markers(ax, record: dict) -> None:
         x, y = s["input_position_arcmin"]
         ax.plot([x], [y], marker="x", ms=8, mew=1.6, color="cyan", ls="none")
         if s["wick_arcmin"]:
-            ax.plot([s["wick_arcmin"][0]], [s["wick_arcmin"][1]], marker="+", ms=12, mew=1.6, color="lime",
-                    ls="none")
+            ax.plot(
+                [s["wick_arcmin"][0]],
+                [s["wick_arcmin"][1]],
+                marker="+",
+                ms=12,
+                mew=1.6,
+                color="lime",
+                ls="none",
+            )
         ring = s.get("calibration_ring")
         if ring and ring.get("status") == "detected":
             cx, cy = ring["centre_arcmin"]
             t = np.linspace(0, 2 * math.pi, 241)
-            ax.plot(cx + ring["radius_arcmin"] * np.cos(t), cy + ring["radius_arcmin"] * np.sin(t), color="lime",
-                    lw=1.0, ls="--")
+            ax.plot(
+                cx + ring["radius_arcmin"] * np.cos(t),
+                cy + ring["radius_arcmin"] * np.sin(t),
+                color="lime",
+                lw=1.0,
+                ls="--",
+            )
             if ring.get("ring_centre_arcmin"):
-                ax.plot(*ring["ring_centre_arcmin"], marker="o", ms=7, mfc="none", mew=1.4, color="orange", ls="none")
+                ax.plot(
+                    *ring["ring_centre_arcmin"],
+                    marker="o",
+                    ms=7,
+                    mfc="none",
+                    mew=1.4,
+                    color="orange",
+                    ls="none",
+                )
 
 
 def _outside(ax, axis: np.ndarray, lims: tuple[float, float, float, float], pitch: float) -> None:
@@ -152,20 +180,31 @@ def _outside(ax, axis: np.ndarray, lims: tuple[float, float, float, float], pitc
 
     edge = axis[-1] + pitch / 2
     x0, x1, y0, y1 = lims
-    ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor="#c8c8c8", edgecolor="#6e6e6e", hatch="//",
-                           lw=0, zorder=0))
+    ax.add_patch(
+        Rectangle(
+            (x0, y0), x1 - x0, y1 - y0, facecolor="#c8c8c8", edgecolor="#6e6e6e", hatch="//", lw=0, zorder=0
+        )
+    )
     if max(abs(x0), abs(x1), abs(y0), abs(y1)) > edge:
         tx = x1 - 0.05 * (x1 - x0) if x1 > edge else x0 + 0.05 * (x1 - x0)
         ty = y1 - 0.05 * (y1 - y0) if y1 > edge else y0 + 0.05 * (y1 - y0)
         ha = "right" if x1 > edge else "left"
         if abs(x0) <= edge and abs(x1) <= edge:  # only a y edge: put the label at the middle
             tx, ha = 0.5 * (x0 + x1), "center"
-        ax.text(tx, ty, "outside detector", fontsize=FONT, ha=ha, va="top" if ty > 0 else "bottom",
-                bbox={"facecolor": "white", "edgecolor": "#6e6e6e", "pad": 2}, zorder=5)
+        ax.text(
+            tx,
+            ty,
+            "outside detector",
+            fontsize=FONT,
+            ha=ha,
+            va="top" if ty > 0 else "bottom",
+            bbox={"facecolor": "white", "edgecolor": "#6e6e6e", "pad": 2},
+            zorder=5,
+        )
 
 
 def draw_case(case, refs: dict):
-    """The matplotlib figure of one case and its panel geometry (see :func:`case_figure`)."""
+    """Draw the matplotlib figure of one case; return it and its panel geometry (see :func:`case_figure`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -222,7 +261,9 @@ def draw_case(case, refs: dict):
     im = ax.imshow(change, cmap="RdBu_r", vmin=-CHANGE_DECADES, vmax=CHANGE_DECADES, **imkw)
     t = np.linspace(0, 2 * math.pi, 361)
     if ring:
-        ax.plot(centre[0] + ring[0] * np.cos(t), centre[1] + ring[0] * np.sin(t), color="black", lw=1.0, ls=":")
+        ax.plot(
+            centre[0] + ring[0] * np.cos(t), centre[1] + ring[0] * np.sin(t), color="black", lw=1.0, ls=":"
+        )
     ax.set_xlim(ext[0], ext[1])
     ax.set_ylim(ext[2], ext[3])
     _style(ax, f"{case.id} change b vs a (1' smoothing)")
@@ -240,8 +281,14 @@ def draw_case(case, refs: dict):
     ax.set_xlim(0, radii[-1] + 0.0625)
     if ring:
         ax.axvline(ring[0], color="black", ls=":", lw=1.2)
-        ax.text(ring[0], 0.92 * CHANGE_DECADES, f" ring of added light\n r = {ring[0]:.2f}'", fontsize=FONT,
-                va="top", ha="left" if ring[0] < 8 else "right")
+        ax.text(
+            ring[0],
+            0.92 * CHANGE_DECADES,
+            f" ring of added light\n r = {ring[0]:.2f}'",
+            fontsize=FONT,
+            va="top",
+            ha="left" if ring[0] < 8 else "right",
+        )
     _style(ax, "change along radius (mean over angle)")
     ax.set_xlabel(f"radius about {rb.condition.id} wick (arcmin)")
     ax.set_ylabel("log10(b / a), decades")
@@ -252,10 +299,16 @@ def draw_case(case, refs: dict):
     ax.apply_aspect()  # the box an equal-aspect image takes at draw time, without drawing twice
     x0, y0, x1, y1 = (float(v) for v in ax.get_position().extents)
     w, h = FIG_PX
-    geometry = {"change_panel": {"box_px": [x0 * w, (1 - y1) * h, x1 * w, (1 - y0) * h],
-                                 "xlim": [float(v) for v in ax.get_xlim()], "ylim": [float(v) for v in ax.get_ylim()]},
-                "change_centre_arcmin": [float(v) for v in centre], "ring_radius_arcmin": ring[0] if ring else None,
-                "ring_gain_decades": ring[1] if ring else None}
+    geometry = {
+        "change_panel": {
+            "box_px": [x0 * w, (1 - y1) * h, x1 * w, (1 - y0) * h],
+            "xlim": [float(v) for v in ax.get_xlim()],
+            "ylim": [float(v) for v in ax.get_ylim()],
+        },
+        "change_centre_arcmin": [float(v) for v in centre],
+        "ring_radius_arcmin": ring[0] if ring else None,
+        "ring_gain_decades": ring[1] if ring else None,
+    }
     return fig, geometry
 
 
@@ -280,8 +333,14 @@ def _profiles(ax_r, ax_a, ra, rb, ring) -> None:
             sel = np.isfinite(row)
             rel = row[sel] / mean[i]
             top = max(top, 1.4 * float(rel.max()))
-            ax_a.plot(angles[sel], rel, color=colour, marker=".", ms=4,
-                      label=f"{ref.condition.id}, r = {radii[i]:.2f}': {rel.min():.3f} to {rel.max():.3f}")
+            ax_a.plot(
+                angles[sel],
+                rel,
+                color=colour,
+                marker=".",
+                ms=4,
+                label=f"{ref.condition.id}, r = {radii[i]:.2f}': {rel.min():.3f} to {rel.max():.3f}",
+            )
     if ring:
         ax_r.axvline(ring[0], color="black", ls=":", lw=1.2, label="ring of added light")
     ax_r.set_xlabel("radius about each wick (arcmin)")
@@ -303,9 +362,12 @@ def _profiles(ax_r, ax_a, ra, rb, ring) -> None:
 
 def _measurements(refs: list) -> str:
     """HTML table of the measured geometry of both conditions."""
-    head = ("<tr><th>condition</th><th>source</th><th>input (arcmin)</th><th>wick (arcmin)</th>"
-            "<th>wick &minus; input</th><th>ring radius (analytic)</th><th>ring FWHM</th><th>ring centre</th>"
-            "<th>offset = ring centre &minus; wick</th><th>arc coverage</th><th>recorded / outside window</th></tr>")
+    head = (
+        "<tr><th>condition</th><th>source</th><th>input (arcmin)</th><th>wick (arcmin)</th>"
+        "<th>wick &minus; input</th><th>ring radius (analytic)</th><th>ring FWHM</th><th>ring centre</th>"
+        "<th>offset = ring centre &minus; wick</th><th>arc coverage</th>"
+        "<th>recorded / outside window</th></tr>"
+    )
     rows = []
     for ref in refs:
         rec = ref.record
@@ -313,17 +375,23 @@ def _measurements(refs: list) -> str:
         for k, s in enumerate(rec["sources"]):
             ring = s.get("calibration_ring") or {}
             detected = ring.get("status") == "detected"
-            radius = (f"{fmt(ring['radius_arcmin'], sign=False)} ({fmt(s['analytic']['first_bright_ring_arcmin'], sign=False)})"
-                      if detected else "&ndash;")
+            radius = (
+                f"{fmt(ring['radius_arcmin'], sign=False)} "
+                f"({fmt(s['analytic']['first_bright_ring_arcmin'], sign=False)})"
+                if detected
+                else "&ndash;"
+            )
             fwhm = fmt(ring["fwhm_arcmin"], sign=False) if detected and ring.get("fwhm_arcmin") else "&ndash;"
             cov = fmt(ring["arc_coverage"], 3, sign=False) if detected else "&ndash;"
-            energy = (f"{fmt(led['recorded'], 6, sign=False)} / {led['outside_window']:.2e}" if k == 0 else "")
-            rows.append(f"<tr><td>{rec['condition']}</td><td>{html.escape(s['id'])}</td>"
-                        f"<td>{fmt_point(s['input_position_arcmin'])}</td><td>{fmt_point(s['wick_arcmin'])}</td>"
-                        f"<td>{fmt_point(s['wick_minus_input_arcmin'])}</td><td>{radius}</td><td>{fwhm}</td>"
-                        f"<td>{fmt_point(ring.get('ring_centre_arcmin') if detected else None)}</td>"
-                        f"<td>{fmt_point(s.get('ring_minus_wick_arcmin') if detected else None)}</td>"
-                        f"<td>{cov}</td><td>{energy}</td></tr>")
+            energy = f"{fmt(led['recorded'], 6, sign=False)} / {led['outside_window']:.2e}" if k == 0 else ""
+            rows.append(
+                f"<tr><td>{rec['condition']}</td><td>{html.escape(s['id'])}</td>"
+                f"<td>{fmt_point(s['input_position_arcmin'])}</td><td>{fmt_point(s['wick_arcmin'])}</td>"
+                f"<td>{fmt_point(s['wick_minus_input_arcmin'])}</td><td>{radius}</td><td>{fwhm}</td>"
+                f"<td>{fmt_point(ring.get('ring_centre_arcmin') if detected else None)}</td>"
+                f"<td>{fmt_point(s.get('ring_minus_wick_arcmin') if detected else None)}</td>"
+                f"<td>{cov}</td><td>{energy}</td></tr>"
+            )
     return f'<table class="m">{head}{"".join(rows)}</table>\n'
 
 
@@ -344,7 +412,8 @@ panels is not by itself a halo. Axes are arcmin, fixation at (0, 0), +x right, +
 the detector (no data; light there is lost, never wrapped).</dd>
 <dt>Change b vs a (third column)</dt><dd>log10(b / a) after smoothing both images with a Gaussian of 1 arcmin
 FWHM (the resolution of a 20/20 eye, wider than the diffraction-ring spacing), on a symmetric scale of
-&plusmn;0.5 decade (a factor 3.2 saturates): red where b has more light, blue where it has less, white where nothing changed. Below it,
+&plusmn;0.5 decade (a factor 3.2 saturates): red where b has more light, blue where it has less,
+white where nothing changed. Below it,
 its mean along circles about the wick of b. The dotted circle and dotted lines mark the <em>ring of added
 light</em>: the radius, beyond 3 &lambda;/D, where b gains most on a, marked when the gain reaches 0.1 decade
 (26 %) and no wick moved (when the pattern moves, blue shows where light left and red where it arrived).</dd>
@@ -364,8 +433,13 @@ concentric pattern, whatever the prism.</dd>
 """
 
 
-def write_gallery(folder: str | Path, cases, pngs: dict[str, bytes], refs: dict | None = None,
-                  geometry: dict[str, dict] | None = None) -> None:
+def write_gallery(
+    folder: str | Path,
+    cases,
+    pngs: dict[str, bytes],
+    refs: dict | None = None,
+    geometry: dict[str, dict] | None = None,
+) -> None:
     """Write one PNG per case (from :func:`case_png`) and ``index.html`` into ``folder``.
 
     ``refs`` (condition id to reference) adds each case's table of measurements; ``geometry`` (case id to
@@ -383,9 +457,11 @@ def write_gallery(folder: str | Path, cases, pngs: dict[str, bytes], refs: dict 
         if geometry and case.id in geometry:
             geo = f' data-geometry="{html.escape(json.dumps(geometry[case.id]))}"'
         table = _measurements([refs[c.id] for c in case.conditions]) if refs else ""
-        parts.append(f'<section id="{case.id}"><h2>{case.id}: {html.escape(case.title)}</h2>\n'
-                     f"<p>{html.escape(case.purpose)}</p><p><em>Expected:</em> {html.escape(case.expectation)}</p>\n"
-                     f'<img src="{name}" alt="{case.id} conditions, change and profiles" '
-                     f'width="{FIG_PX[0]}" height="{FIG_PX[1]}"{geo}>\n{table}</section>\n')
+        parts.append(
+            f'<section id="{case.id}"><h2>{case.id}: {html.escape(case.title)}</h2>\n'
+            f"<p>{html.escape(case.purpose)}</p><p><em>Expected:</em> {html.escape(case.expectation)}</p>\n"
+            f'<img src="{name}" alt="{case.id} conditions, change and profiles" '
+            f'width="{FIG_PX[0]}" height="{FIG_PX[1]}"{geo}>\n{table}</section>\n'
+        )
     parts.append("</body></html>\n")
     atomic_write_bytes(folder / "index.html", "".join(parts).encode("utf-8"))

@@ -14,7 +14,7 @@ MAX_PREDICTION_BYTES = 4 * 1024 * 1024
 
 @lru_cache(maxsize=1)
 def prediction_schema() -> dict:
-    """The JSON schema of a structured prediction."""
+    """Load the JSON schema of a structured prediction."""
     return json.loads((halo_dir() / "prediction.schema.json").read_text(encoding="utf-8"))
 
 

@@ -25,21 +25,21 @@ from icl.optics import RenderResult, render
 
 RELEASE_FORMAT = "icl-halo-release/1"
 PREDICTION_ITEMS = {
-    "wick_position": "Position of each source's main image (arcmin), recorded apart from the input source angle.",
-    "halo_centre": "Centre of the halo relative to fixation (arcmin); not replaced by the whole-image centroid.",
+    "wick_position": "Position of each source's main image (arcmin), recorded apart from the input source angle.",  # noqa: E501 (published text)
+    "halo_centre": "Centre of the halo relative to fixation (arcmin); not replaced by the whole-image centroid.",  # noqa: E501 (published text)
     "relative_offset": "Halo centre minus wick position, kept apart from a prism shift of the whole pattern.",
-    "radius_width": "Ring radius and radial FWHM; for non-circular structure direction radii, contour or axes.",
+    "radius_width": "Ring radius and radial FWHM; for non-circular structure direction radii, contour or axes.",  # noqa: E501 (published text)
     "completeness": "Full circle, arc, broken or several rings; an arc is not claimed as a whole circle.",
     "azimuthal_brightness": "Energy along different angles, unevenness and hot spots.",
-    "ring_peaks": "Number of rings and their peaks under a stated peak-detection rule; noise peaks are not rings.",
+    "ring_peaks": "Number of rings and their peaks under a stated peak-detection rule; noise peaks are not rings.",  # noqa: E501 (published text)
     "energy_contrast": "Ring-band energy, wick-to-background contrast, in linear values.",
     "visibility_uncertainty": "Optical signal versus detectability at a stated threshold versus perception; "
-                              "intervals or 'unknown' when the inputs do not decide.",
+    "intervals or 'unknown' when the inputs do not decide.",
 }
 
 
 def main_lobe_radius(cond: Condition, source_index: int) -> float:
-    """Radius (arcmin) of the main-lobe disk: first dark ring at the longest wavelength plus the extent radius."""
+    """Radius (arcmin) of the main-lobe disk: first dark ring at the longest wavelength plus the extent."""
     src = cond.scene.sources[source_index]
     lam = max(w for w, _ in src.spectrum)
     lod = lam * 1e-9 / (cond.scene.pupil.diameter_mm * 1e-3) / (math.pi / 10800.0)
@@ -78,13 +78,21 @@ def build_reference(cond: Condition) -> Reference:
         comp = res.components[k]
         exp = expected_wick(cond, k)
         lobe = main_lobe_radius(cond, k)
-        wick = wick_centre(comp, axis, lobe, start=exp) if abs(exp[0]) < half_width and abs(exp[1]) < half_width \
+        wick = (
+            wick_centre(comp, axis, lobe, start=exp)
+            if abs(exp[0]) < half_width and abs(exp[1]) < half_width
             else None
-        entry = {"id": src.id, "input_position_arcmin": [src.x_arcmin, src.y_arcmin],
-                 "prism_arcmin": list(cond.prism_arcmin()), "expected_wick_arcmin": list(exp),
-                 "wick_arcmin": list(wick) if wick else None,
-                 "wick_minus_input_arcmin": [wick[0] - src.x_arcmin, wick[1] - src.y_arcmin] if wick else None,
-                 "main_lobe_radius_arcmin": lobe, "energy_ledger": res.ledgers[k]}
+        )
+        entry = {
+            "id": src.id,
+            "input_position_arcmin": [src.x_arcmin, src.y_arcmin],
+            "prism_arcmin": list(cond.prism_arcmin()),
+            "expected_wick_arcmin": list(exp),
+            "wick_arcmin": list(wick) if wick else None,
+            "wick_minus_input_arcmin": [wick[0] - src.x_arcmin, wick[1] - src.y_arcmin] if wick else None,
+            "main_lobe_radius_arcmin": lobe,
+            "energy_ledger": res.ledgers[k],
+        }
         if cond.calibration_ring:
             ring = measure_ring(comp, axis, cond.lambda_over_d_arcmin(), start=exp)
             entry["calibration_ring"] = ring
@@ -94,58 +102,106 @@ def build_reference(cond: Condition) -> Reference:
         sources.append(entry)
         anchor = wick or exp
         profiles.append(_clean(polar_profile(comp, axis, anchor)))
-    record = {"condition": cond.id, "case": cond.case, "label": cond.label,
-              "calibration_ring": cond.calibration_ring, "complex_field": cond.complex_field,
-              "zero_flux": cond.zero_flux, "scene": cond.scene_json, "sources": sources,
-              "ledger": res.ledger, "sampling": res.sampling,
-              "polar": {"radii_arcmin": radii, "angles_deg": angles,
-                        "anchor": "measured wick of each source (expected wick when it has no flux)",
-                        "units": "flux per pixel, bilinear between pixel centres; null outside the window",
-                        "profiles": profiles}}
+    record = {
+        "condition": cond.id,
+        "case": cond.case,
+        "label": cond.label,
+        "calibration_ring": cond.calibration_ring,
+        "complex_field": cond.complex_field,
+        "zero_flux": cond.zero_flux,
+        "scene": cond.scene_json,
+        "sources": sources,
+        "ledger": res.ledger,
+        "sampling": res.sampling,
+        "polar": {
+            "radii_arcmin": radii,
+            "angles_deg": angles,
+            "anchor": "measured wick of each source (expected wick when it has no flux)",
+            "units": "flux per pixel, bilinear between pixel centres; null outside the window",
+            "profiles": profiles,
+        },
+    }
     lobes = [(s["wick_arcmin"] or s["expected_wick_arcmin"], s["main_lobe_radius_arcmin"]) for s in sources]
-    attach(record, crosscheck(cond.scene, res.components, {k: s for k, (_, s) in TERMS.items()},
-                              halo_mask=lobe_mask(axis, lobes)))
+    attach(
+        record,
+        crosscheck(
+            cond.scene,
+            res.components,
+            {k: s for k, (_, s) in TERMS.items()},
+            halo_mask=lobe_mask(axis, lobes),
+        ),
+    )
     return Reference(cond, res, record)
 
 
 def _task_text(case: HaloCase, cond: Condition) -> str:
     items = ", ".join(i.replace("_", " ") for i in case.predict)
-    return (f"{case.title}. This is condition {cond.id} ({cond.label}). Render the linear pixel flux of every "
-            f"source of the scene on the 512 x 512 grid given in 'grid' (4 arcsec pixels, row = +y, column = "
-            f"+x, pixel centres (j - 255.5) * 4 arcsec), one component per source in the listed order, and "
-            f"predict: {items}.")
+    return (
+        f"{case.title}. This is condition {cond.id} ({cond.label}). Render the linear pixel flux of every "
+        f"source of the scene on the 512 x 512 grid given in 'grid' (4 arcsec pixels, row = +y, column = "
+        f"+x, pixel centres (j - 255.5) * 4 arcsec), one component per source in the listed order, and "
+        f"predict: {items}."
+    )
 
 
 SUBMISSION = {
     "folder": "one file <condition>.npz per condition, e.g. H01_a.npz; missing files score 0",
     "arrays": {
         "components": "float64 [n_sources, 512, 512]: linear flux per pixel of each source in the scene's "
-                      "order, including its flux, never normalised per image",
+        "order, including its flux, never normalised per image",
         "scene": "float64 [512, 512]: the sum of the components (relative tolerance 1e-6)",
         "angular_pixel_arcsec": "scalar 4.0",
     },
-    "rules": ["no negative values (below -1e-12 of the reference peak), NaN or Inf",
-              "no energy gain: a source records at most its flux times the sum of its spectral weights",
-              "no pickled or object arrays; at most 64 MiB per file",
-              "a condition that breaks a rule scores 0 with the reason; the total is not renormalised"],
+    "rules": [
+        "no negative values (below -1e-12 of the reference peak), NaN or Inf",
+        "no energy gain: a source records at most its flux times the sum of its spectral weights",
+        "no pickled or object arrays; at most 64 MiB per file",
+        "a condition that breaks a rule scores 0 with the reason; the total is not renormalised",
+    ],
 }
 
 
 def public_document(cases: list[HaloCase], research: list[ResearchCard], axis: np.ndarray) -> dict:
-    """The participant-facing ``halo_cases.json``: inputs, grid, tasks and format; no answers."""
+    """Build the participant-facing ``halo_cases.json``: inputs, grid, tasks and format; no answers."""
     out_cases = []
     for case in cases:
-        out_cases.append({
-            "id": case.id, "title": case.title, "purpose": case.purpose, "predict": list(case.predict),
-            "conditions": [{"id": c.id, "label": c.label, "scene": c.scene_json, "task": _task_text(case, c)}
-                           for c in case.conditions]})
-    return {"format": "icl-halo-cases/1",
-            "grid": {"n": len(axis), "angular_pixel_arcsec": 4.0, "x_arcmin": axis, "y_arcmin": axis,
-                     "convention": "fixation at (0, 0); +x right, +y up; arrays [row = +y, column = +x]; "
-                                   "a pixel holds the flux falling on it, in units of the source flux"},
-            "prediction_items": PREDICTION_ITEMS, "submission": SUBMISSION, "cases": out_cases,
-            "research_cards": [{"id": r.id, "question": r.question, "inputs_required": list(r.inputs_required),
-                                "truth": r.truth, "note": r.note, "scored": False} for r in research]}
+        out_cases.append(
+            {
+                "id": case.id,
+                "title": case.title,
+                "purpose": case.purpose,
+                "predict": list(case.predict),
+                "conditions": [
+                    {"id": c.id, "label": c.label, "scene": c.scene_json, "task": _task_text(case, c)}
+                    for c in case.conditions
+                ],
+            }
+        )
+    return {
+        "format": "icl-halo-cases/1",
+        "grid": {
+            "n": len(axis),
+            "angular_pixel_arcsec": 4.0,
+            "x_arcmin": axis,
+            "y_arcmin": axis,
+            "convention": "fixation at (0, 0); +x right, +y up; arrays [row = +y, column = +x]; "
+            "a pixel holds the flux falling on it, in units of the source flux",
+        },
+        "prediction_items": PREDICTION_ITEMS,
+        "submission": SUBMISSION,
+        "cases": out_cases,
+        "research_cards": [
+            {
+                "id": r.id,
+                "question": r.question,
+                "inputs_required": list(r.inputs_required),
+                "truth": r.truth,
+                "note": r.note,
+                "scored": False,
+            }
+            for r in research
+        ],
+    }
 
 
 PUBLIC_README = """# ICL-Bench halo release: public part
@@ -178,7 +234,8 @@ W at every wavelength):
 * hole (disk of `hole_mm` centred on c): `clear` keeps the eye term only, `black` sets A = 0,
   `index_matched` acts as the optic. Outside the optic zone only the eye term acts.
 
-Far field: `E(theta) = (1 / lambda) FT[P](theta / lambda)` with `FT[P](f) = integral P(u) exp(-2 pi i f.u) du`,
+Far field: `E(theta) = (1 / lambda) FT[P](theta / lambda)` with
+`FT[P](f) = integral P(u) exp(-2 pi i f.u) du`,
 theta the angle in radians (1 arcmin = pi / 10800 rad) on the detector's tangent plane. The intensity of a
 point source of flux F with spectral weights w is `F sum_lambda w_lambda |E_lambda(theta)|^2 / (pi D^2 / 4)`
 per steradian: an unobstructed pupil sends the whole source flux into the plane. With this sign convention
@@ -220,9 +277,17 @@ def split_paths(split: str) -> tuple[str, str]:
     raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
 
 
-def generate(output: str | Path, gallery: bool = True, progress: bool = True,
-             cases_directory: str | Path | None = None, scheduler: str | None = None, workers: int = 1,
-             test_variants: int = TEST_VARIANTS, seed: int | None = None, key: ReleaseKey | None = None) -> dict:
+def generate(
+    output: str | Path,
+    gallery: bool = True,
+    progress: bool = True,
+    cases_directory: str | Path | None = None,
+    scheduler: str | None = None,
+    workers: int = 1,
+    test_variants: int = TEST_VARIANTS,
+    seed: int | None = None,
+    key: ReleaseKey | None = None,
+) -> dict:
     """Write the release to ``output`` and return its manifest.
 
     Parameters
@@ -257,8 +322,14 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
     test = build_test_split(cases, key, test_variants)
     splits = {"dev": cases, "test": test} if test else {"dev": cases}
     conds = [c for split in splits.values() for case in split for c in case.conditions]
-    results = run_tasks(build_reference, conds, scheduler=scheduler, workers=workers,
-                        description="render conditions", quiet=not progress)
+    results = run_tasks(
+        build_reference,
+        conds,
+        scheduler=scheduler,
+        workers=workers,
+        description="render conditions",
+        quiet=not progress,
+    )
     refs: dict[str, Reference] = dict(zip((c.id for c in conds), results, strict=True))
     axis = results[0].result.x_arcmin
     manifest_splits = {}
@@ -267,9 +338,14 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
         for case in split_cases:
             for cond in case.conditions:
                 ref = refs[cond.id]
-                write_npz(out / private / f"{cond.id}.npz", components=ref.result.components,
-                          scene=ref.result.scene, angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
-                          x_arcmin=ref.result.x_arcmin, y_arcmin=ref.result.y_arcmin)
+                write_npz(
+                    out / private / f"{cond.id}.npz",
+                    components=ref.result.components,
+                    scene=ref.result.scene,
+                    angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
+                    x_arcmin=ref.result.x_arcmin,
+                    y_arcmin=ref.result.y_arcmin,
+                )
                 write_json(out / private / f"{cond.id}.json", ref.record)
         write_json(out / public, public_document(split_cases, research if name == "dev" else [], axis))
         manifest_splits[name] = {"public": public, "private": private, "cases": [c.id for c in split_cases]}
@@ -281,12 +357,33 @@ def generate(output: str | Path, gallery: bool = True, progress: bool = True,
         from icl.halo.gallery import case_figure, write_gallery
 
         tasks = [(case, {c.id: refs[c.id] for c in case.conditions}) for case in cases]
-        figures = run_tasks(case_figure, tasks, scheduler=scheduler, workers=workers, description="draw gallery",
-                            quiet=not progress)
-        write_gallery(out / "gallery", cases, {case.id: png for case, (png, _) in zip(cases, figures)}, refs,
-                      {case.id: geo for case, (_, geo) in zip(cases, figures)})
-    return write_manifest(out, {"format": RELEASE_FORMAT, "gallery": gallery,
-                                "parameters": {"n": 512, "angular_pixel_arcsec": 4.0,
-                                               "cases": [c.id for c in cases],
-                                               "research_cards": [r.id for r in research]},
-                                "splits": manifest_splits, **key.manifest_fields()})
+        figures = run_tasks(
+            case_figure,
+            tasks,
+            scheduler=scheduler,
+            workers=workers,
+            description="draw gallery",
+            quiet=not progress,
+        )
+        write_gallery(
+            out / "gallery",
+            cases,
+            {case.id: png for case, (png, _) in zip(cases, figures, strict=True)},
+            refs,
+            {case.id: geo for case, (_, geo) in zip(cases, figures, strict=True)},
+        )
+    return write_manifest(
+        out,
+        {
+            "format": RELEASE_FORMAT,
+            "gallery": gallery,
+            "parameters": {
+                "n": 512,
+                "angular_pixel_arcsec": 4.0,
+                "cases": [c.id for c in cases],
+                "research_cards": [r.id for r in research],
+            },
+            "splits": manifest_splits,
+            **key.manifest_fields(),
+        },
+    )

@@ -63,8 +63,13 @@ def polar_profile(image: np.ndarray, axis: np.ndarray, centre: tuple[float, floa
     return out
 
 
-def wick_centre(image: np.ndarray, axis: np.ndarray, window_arcmin: float,
-                start: tuple[float, float] | None = None, max_iter: int = 100) -> tuple[float, float] | None:
+def wick_centre(
+    image: np.ndarray,
+    axis: np.ndarray,
+    window_arcmin: float,
+    start: tuple[float, float] | None = None,
+    max_iter: int = 100,
+) -> tuple[float, float] | None:
     """Centre of the main image from its local intensity.
 
     Starts at the brightest pixel (or near ``start``) and iterates an intensity-weighted centroid
@@ -97,7 +102,11 @@ def wick_centre(image: np.ndarray, axis: np.ndarray, window_arcmin: float,
         # point-symmetric about the estimate (a one-sided cut would pull the centroid inwards).
         ax_ = min(window_arcmin, axis[-1] - cx, cx - axis[0])
         ay_ = min(window_arcmin, axis[-1] - cy, cy - axis[0])
-        keep = ((xs - cx) ** 2 + (ys - cy) ** 2 <= window_arcmin**2) & (np.abs(xs - cx) <= ax_ + 1e-9) & (np.abs(ys - cy) <= ay_ + 1e-9)
+        keep = (
+            ((xs - cx) ** 2 + (ys - cy) ** 2 <= window_arcmin**2)
+            & (np.abs(xs - cx) <= ax_ + 1e-9)
+            & (np.abs(ys - cy) <= ay_ + 1e-9)
+        )
         w = np.where(keep, sub, 0.0)
         total = w.sum()
         if total <= 0:
@@ -110,7 +119,9 @@ def wick_centre(image: np.ndarray, axis: np.ndarray, window_arcmin: float,
     return cx, cy
 
 
-def arc_coverage(centre: tuple[float, float], radius: float, half_width: float, samples: int = 36000) -> float:
+def arc_coverage(
+    centre: tuple[float, float], radius: float, half_width: float, samples: int = 36000
+) -> float:
     """Fraction of the circle's circumference inside the square detector window ``|x|, |y| <= half_width``."""
     t = (np.arange(samples) + 0.5) * (2 * math.pi / samples)
     x = centre[0] + radius * np.cos(t)
@@ -173,8 +184,9 @@ def _circle_fit(points: np.ndarray) -> tuple[float, float, float]:
     return float(cx), float(cy), float(math.sqrt(c + cx * cx + cy * cy))
 
 
-def measure_ring(image: np.ndarray, axis: np.ndarray, lambda_over_d: float,
-                 start: tuple[float, float] | None = None) -> dict:
+def measure_ring(
+    image: np.ndarray, axis: np.ndarray, lambda_over_d: float, start: tuple[float, float] | None = None
+) -> dict:
     """Measure the first bright ring of a concentric calibration pattern.
 
     Parameters
@@ -202,9 +214,13 @@ def measure_ring(image: np.ndarray, axis: np.ndarray, lambda_over_d: float,
     img = np.asarray(image, dtype=float)
     pitch = float(axis[1] - axis[0])
     half_width = (len(axis) * pitch) / 2.0
-    rule = {"significance_k": SIGNIFICANCE_K, "search_band_lambda_over_d": [FIRST_DARK, SECOND_DARK],
-            "fit_half_width_lambda_over_d": FIT_HALF_WIDTH, "fit_degree": FIT_DEGREE,
-            "profile_bin_arcmin": PROFILE_BIN * pitch}
+    rule = {
+        "significance_k": SIGNIFICANCE_K,
+        "search_band_lambda_over_d": [FIRST_DARK, SECOND_DARK],
+        "fit_half_width_lambda_over_d": FIT_HALF_WIDTH,
+        "fit_degree": FIT_DEGREE,
+        "profile_bin_arcmin": PROFILE_BIN * pitch,
+    }
     centre = wick_centre(img, axis, FIRST_DARK * lambda_over_d, start)
     if centre is None:
         return {"status": "not_detected", "reason": "no positive flux", "rule": rule}
@@ -225,8 +241,8 @@ def measure_ring(image: np.ndarray, axis: np.ndarray, lambda_over_d: float,
     if k in (band[0], band[-1]):
         return {**out, "status": "not_detected", "reason": "no local maximum inside the search band"}
     win = int(round(lambda_over_d / step))
-    left = mean[max(k - win, 0):k]
-    right = mean[k + 1:k + 1 + win]
+    left = mean[max(k - win, 0) : k]
+    right = mean[k + 1 : k + 1 + win]
     if not (np.any(np.isfinite(left)) and np.any(np.isfinite(right))):
         return {**out, "status": "not_detected", "reason": "no neighbouring minima"}
     base_l, base_r = float(np.nanmin(left)), float(np.nanmin(right))
@@ -235,8 +251,12 @@ def measure_ring(image: np.ndarray, axis: np.ndarray, lambda_over_d: float,
     significance = prominence / sigma if sigma > 0 else (math.inf if prominence > 0 else 0.0)
     out["significance"] = significance if math.isfinite(significance) else None
     if not prominence > SIGNIFICANCE_K * sigma or prominence <= 0:
-        return {**out, "status": "not_detected",
-                "reason": f"peak stands {significance:.3g} sigma above its neighbouring minima (< {SIGNIFICANCE_K})"}
+        return {
+            **out,
+            "status": "not_detected",
+            "reason": f"peak stands {significance:.3g} sigma above its neighbouring minima "
+            f"(< {SIGNIFICANCE_K})",
+        }
     fit = _poly_peak(rn, vn, float(rc[k]), FIT_HALF_WIDTH * lambda_over_d)
     if fit is None:
         return {**out, "status": "not_detected", "reason": "polynomial fit has no maximum in the band"}
@@ -245,10 +265,17 @@ def measure_ring(image: np.ndarray, axis: np.ndarray, lambda_over_d: float,
     level = base + 0.5 * (peak - base)
     r_in, r_out = _crossing(rc, mean, level, k, -1), _crossing(rc, mean, level, k, +1)
     fwhm = r_out - r_in if r_in is not None and r_out is not None else None
-    return {**out, "status": "detected", "radius_arcmin": radius, "peak_flux_per_pixel": peak,
-            "fwhm_arcmin": fwhm, "arc_coverage": arc_coverage((cx, cy), radius, half_width),
-            "ring_centre_arcmin": _ring_centre(img, r, xs - cx, ys - cy, (cx, cy), radius,
-                                               FIT_HALF_WIDTH * lambda_over_d)}
+    return {
+        **out,
+        "status": "detected",
+        "radius_arcmin": radius,
+        "peak_flux_per_pixel": peak,
+        "fwhm_arcmin": fwhm,
+        "arc_coverage": arc_coverage((cx, cy), radius, half_width),
+        "ring_centre_arcmin": _ring_centre(
+            img, r, xs - cx, ys - cy, (cx, cy), radius, FIT_HALF_WIDTH * lambda_over_d
+        ),
+    }
 
 
 def _ring_centre(img, r, dx, dy, centre, radius, half) -> list[float] | None:

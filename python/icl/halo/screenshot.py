@@ -29,7 +29,9 @@ def build_gallery(folder: str | Path, case_ids: tuple[str, ...]) -> None:
     cases = [c for c in load_cases()[0] if c.id in case_ids]
     refs = {cond.id: build_reference(cond) for case in cases for cond in case.conditions}
     figures = {case.id: case_figure((case, {c.id: refs[c.id] for c in case.conditions})) for case in cases}
-    write_gallery(folder, cases, {k: v[0] for k, v in figures.items()}, refs, {k: v[1] for k, v in figures.items()})
+    write_gallery(
+        folder, cases, {k: v[0] for k, v in figures.items()}, refs, {k: v[1] for k, v in figures.items()}
+    )
 
 
 def capture(page, case_id: str, path: str | Path | None = None) -> tuple[np.ndarray, dict]:

@@ -42,7 +42,7 @@ def _coordinate(rng: np.random.Generator, lo: float = AXIS_GAP, hi: float = FIEL
 
 
 def _place(rng: np.random.Generator) -> tuple[float, float]:
-    """A keyed point with both coordinates in ``[AXIS_GAP, FIELD_LIMIT]`` in magnitude, any signs."""
+    """Draw a keyed point with both coordinates in ``[AXIS_GAP, FIELD_LIMIT]`` in magnitude, any signs."""
     return _coordinate(rng), _coordinate(rng)
 
 
@@ -50,7 +50,9 @@ def _placeable(points: list[tuple[float, float]]) -> bool:
     return all(AXIS_GAP <= abs(c) <= FIELD_LIMIT for p in points for c in p)
 
 
-def _draw(rng: np.random.Generator, make: Callable[[np.random.Generator], tuple], ok: Callable[[tuple], bool]):
+def _draw(
+    rng: np.random.Generator, make: Callable[[np.random.Generator], tuple], ok: Callable[[tuple], bool]
+):
     """Draw ``make(rng)`` until ``ok`` accepts it (a deterministic sequence of draws for a given stream)."""
     for _ in range(MAX_DRAWS):
         value = make(rng)
@@ -70,7 +72,7 @@ def _wicks(scene: dict) -> list[tuple[float, float]]:
 
 
 def _at(scene: dict, point: tuple[float, float]) -> dict:
-    """A copy of a one-source scene with its source at ``point``."""
+    """Copy a one-source scene with its source moved to ``point``."""
     out = copy.deepcopy(scene)
     out["sources"][0]["x_arcmin"], out["sources"][0]["y_arcmin"] = point
     return out
@@ -92,12 +94,16 @@ def _decentre(rng: np.random.Generator, lo: float, hi: float) -> tuple[list[floa
 # Each builder returns (title, expectation, (label_a, scene_a), (label_b, scene_b)) from the development
 # scenes ``a`` and ``b`` of its case.
 
+
 def _h01(rng, a, b):
     p, q = _draw(rng, lambda r: (_place(r), _place(r)), lambda v: math.dist(*v) >= 3.0)
-    return (f"Point source moved from {_fmt(p)} to {_fmt(q)} arcmin",
-            f"The whole pattern translates by ({q[0] - p[0]:.3f}, {q[1] - p[1]:.3f}) arcmin; the ring radius is "
-            "unchanged and follows the wick.",
-            (f"source at {_fmt(p)}", _at(a, p)), (f"source at {_fmt(q)}", _at(a, q)))
+    return (
+        f"Point source moved from {_fmt(p)} to {_fmt(q)} arcmin",
+        f"The whole pattern translates by ({q[0] - p[0]:.3f}, {q[1] - p[1]:.3f}) arcmin; the ring radius is "
+        "unchanged and follows the wick.",
+        (f"source at {_fmt(p)}", _at(a, p)),
+        (f"source at {_fmt(q)}", _at(a, q)),
+    )
 
 
 def _h02(rng, a, b):
@@ -107,8 +113,10 @@ def _h02(rng, a, b):
 
     def pair(c, phi, s):
         h = s / 2
-        return [(round(c[0] - h * math.cos(phi), 3), round(c[1] - h * math.sin(phi), 3)),
-                (round(c[0] + h * math.cos(phi), 3), round(c[1] + h * math.sin(phi), 3))]
+        return [
+            (round(c[0] - h * math.cos(phi), 3), round(c[1] - h * math.sin(phi), 3)),
+            (round(c[0] + h * math.cos(phi), 3), round(c[1] + h * math.sin(phi), 3)),
+        ]
 
     c, phi, sa, sb = _draw(rng, make, lambda v: _placeable(pair(v[0], v[1], v[2]) + pair(v[0], v[1], v[3])))
     scenes = []
@@ -118,50 +126,73 @@ def _h02(rng, a, b):
             src["x_arcmin"], src["y_arcmin"] = pt
         scenes.append(sc)
     where = lambda sc: " and ".join(_fmt((s["x_arcmin"], s["y_arcmin"])) for s in sc["sources"])  # noqa: E731
-    return (f"Two point sources {sa:.3f} arcmin apart moved to {sb:.3f} arcmin apart; 0.36 mm clear hole",
-            "Two independent source contributions add linearly; the bright overlap is not a third source's ring.",
-            (f"sources at {where(scenes[0])}", scenes[0]), (f"sources at {where(scenes[1])}", scenes[1]))
+    return (
+        f"Two point sources {sa:.3f} arcmin apart moved to {sb:.3f} arcmin apart; 0.36 mm clear hole",
+        "Two independent source contributions add linearly; the bright overlap is not a third source's ring.",
+        (f"sources at {where(scenes[0])}", scenes[0]),
+        (f"sources at {where(scenes[1])}", scenes[1]),
+    )
 
 
 def _h03(rng, a, b):
-    la, lb = _draw(rng, lambda r: (round(float(r.uniform(450, 650)), 1), round(float(r.uniform(450, 650)), 1)),
-                   lambda v: abs(v[0] - v[1]) >= 100.0)
+    la, lb = _draw(
+        rng,
+        lambda r: (round(float(r.uniform(450, 650)), 1), round(float(r.uniform(450, 650)), 1)),
+        lambda v: abs(v[0] - v[1]) >= 100.0,
+    )
     p = _place(rng)
     sa, sb = _at(a, p), _at(a, p)
     sa["sources"][0]["spectrum"] = [[la, 1.0]]
     sb["sources"][0]["spectrum"] = [[lb, 1.0]]
-    return (f"Wavelength {la:.1f} nm to {lb:.1f} nm at {_fmt(p)} arcmin, aberration-free circular pupil",
-            f"The first bright ring scales with wavelength, by {lb / la:.4f}; the pattern stays centred on the "
-            "source.", (f"{la:.1f} nm", sa), (f"{lb:.1f} nm", sb))
+    return (
+        f"Wavelength {la:.1f} nm to {lb:.1f} nm at {_fmt(p)} arcmin, aberration-free circular pupil",
+        f"The first bright ring scales with wavelength, by {lb / la:.4f}; the pattern stays centred on the "
+        "source.",
+        (f"{la:.1f} nm", sa),
+        (f"{lb:.1f} nm", sb),
+    )
 
 
 def _h04(rng, a, b):
-    da, db = _draw(rng, lambda r: (round(float(r.uniform(2.8, 4.8)), 2), round(float(r.uniform(2.8, 4.8)), 2)),
-                   lambda v: abs(v[0] - v[1]) >= 1.0)
+    da, db = _draw(
+        rng,
+        lambda r: (round(float(r.uniform(2.8, 4.8)), 2), round(float(r.uniform(2.8, 4.8)), 2)),
+        lambda v: abs(v[0] - v[1]) >= 1.0,
+    )
     p = _place(rng)
     sa, sb = _at(a, p), _at(a, p)
     sa["pupil"]["diameter_mm"], sb["pupil"]["diameter_mm"] = da, db
-    return (f"Pupil diameter {da:.2f} mm to {db:.2f} mm at {_fmt(p)} arcmin, aberration-free",
-            f"The first bright ring scales as 1 / D, by {da / db:.4f}; a pure diffraction control.",
-            (f"{da:.2f} mm pupil", sa), (f"{db:.2f} mm pupil", sb))
+    return (
+        f"Pupil diameter {da:.2f} mm to {db:.2f} mm at {_fmt(p)} arcmin, aberration-free",
+        f"The first bright ring scales as 1 / D, by {da / db:.4f}; a pure diffraction control.",
+        (f"{da:.2f} mm pupil", sa),
+        (f"{db:.2f} mm pupil", sb),
+    )
 
 
 def _h05(rng, a, b):
     fa, fb, p = round(float(rng.uniform(0.1, 0.5)), 3), round(float(rng.uniform(0.6, 1.0)), 3), _place(rng)
     sa, sb = _at(a, p), _at(a, p)
     sa["sources"][0]["flux"], sb["sources"][0]["flux"] = fa, fb
-    return (f"Source flux {fa:.3f} to {fb:.3f} at {_fmt(p)} arcmin",
-            f"Every linear pixel value multiplies by {fb / fa:.4f} and the geometry does not change.",
-            (f"flux {fa:.3f}", sa), (f"flux {fb:.3f}", sb))
+    return (
+        f"Source flux {fa:.3f} to {fb:.3f} at {_fmt(p)} arcmin",
+        f"Every linear pixel value multiplies by {fb / fa:.4f} and the geometry does not change.",
+        (f"flux {fa:.3f}", sa),
+        (f"flux {fb:.3f}", sb),
+    )
 
 
 def _h06(rng, a, b):
     d, p = round(float(rng.uniform(0.75, 3.0)), 3), _place(rng)
     sb = _at(a, p)
     sb["sources"][0]["extent"] = {"kind": "disk", "diameter_arcmin": d}
-    return (f"Point source to a uniform incoherent disk {d:.3f} arcmin across at {_fmt(p)} arcmin, same total flux",
-            "Integrate (convolve) over the finite source; a sharp ring is not required.",
-            ("point source", _at(a, p)), (f"{d:.3f} arcmin uniform disk", sb))
+    return (
+        f"Point source to a uniform incoherent disk {d:.3f} arcmin across at {_fmt(p)} arcmin, "
+        "same total flux",
+        "Integrate (convolve) over the finite source; a sharp ring is not required.",
+        ("point source", _at(a, p)),
+        (f"{d:.3f} arcmin uniform disk", sb),
+    )
 
 
 def _h07(rng, a, b):
@@ -171,15 +202,19 @@ def _h07(rng, a, b):
     power = round(a["pupil"]["icl"]["power_d"] + delta, 2)
     sb["pupil"]["icl"]["power_d"] = power
     net = round(a["pupil"]["eye_excess_d"] + power, 2)
-    return (f"ICL power {a['pupil']['icl']['power_d']:.2f} D to {power:.2f} D at {_fmt(p)} arcmin",
-            "Compute the 2-D field and radial profile from the changed phase; energy moves out of the core.",
-            ("full correction", _at(a, p)), (f"{power:.2f} D ({net:+.2f} D residual)", sb))
+    return (
+        f"ICL power {a['pupil']['icl']['power_d']:.2f} D to {power:.2f} D at {_fmt(p)} arcmin",
+        "Compute the 2-D field and radial profile from the changed phase; energy moves out of the core.",
+        ("full correction", _at(a, p)),
+        (f"{power:.2f} D ({net:+.2f} D residual)", sb),
+    )
 
 
 def _axes(rng, gap: float) -> tuple[float, float]:
     def sep(v):
         d = abs(v[0] - v[1]) % 180.0
         return min(d, 180.0 - d) >= gap
+
     return _draw(rng, lambda r: (round(float(r.uniform(0, 180)), 1), round(float(r.uniform(0, 180)), 1)), sep)
 
 
@@ -189,19 +224,24 @@ def _h08(rng, a, b):
     sa, sb = _at(a, p), _at(a, p)
     sa["pupil"]["icl"]["axis_deg"], sb["pupil"]["icl"]["axis_deg"] = ta, tb
     cyl = a["pupil"]["icl"]["cylinder_d"]
-    return (f"Plus-cylinder {cyl:.2f} D, axis {ta:.1f} deg to {tb:.1f} deg at {_fmt(p)} arcmin",
-            "The non-circular structure turns with the axis; compare 2-D fields and angular profiles.",
-            (f"{cyl:.2f} D cylinder at {ta:.1f} deg", sa), (f"{cyl:.2f} D cylinder at {tb:.1f} deg", sb))
+    return (
+        f"Plus-cylinder {cyl:.2f} D, axis {ta:.1f} deg to {tb:.1f} deg at {_fmt(p)} arcmin",
+        "The non-circular structure turns with the axis; compare 2-D fields and angular profiles.",
+        (f"{cyl:.2f} D cylinder at {ta:.1f} deg", sa),
+        (f"{cyl:.2f} D cylinder at {tb:.1f} deg", sb),
+    )
 
 
 def _decentred(rng, a, lo, hi):
-    """A source point and a decentre that keep both wicks (centred and decentred optic) placeable."""
+    """Draw a source point and a decentre that keep both wicks (centred and decentred optic) placeable."""
+
     def make(r):
         p = _place(r)
         dec, m, psi = _decentre(r, lo, hi)
         sb = _at(a, p)
         sb["pupil"]["icl"]["decentre_mm"] = dec
         return p, sb, m, psi
+
     return _draw(rng, make, lambda v: _placeable([v[0]] + _wicks(v[1])))
 
 
@@ -209,19 +249,26 @@ def _h09(rng, a, b):
     p, sb, m, psi = _decentred(rng, a, 0.1, 0.3)
     dec = sb["pupil"]["icl"]["decentre_mm"]
     px, py = _prism(sb)
-    return (f"ICL decentred 0 to {m:.3f} mm towards {psi:.1f} deg, source at {_fmt(p)} arcmin, no hole",
-            f"A pure prism: the pattern moves by ({px:.4f}, {py:.4f}) arcmin = K_icl times the decentre, opposite "
-            "to the decentre for a minus lens; the ring stays concentric with the wick.",
-            ("centred optic", _at(a, p)), (f"optic decentred ({dec[0]:.4f}, {dec[1]:.4f}) mm", sb))
+    return (
+        f"ICL decentred 0 to {m:.3f} mm towards {psi:.1f} deg, source at {_fmt(p)} arcmin, no hole",
+        f"A pure prism: the pattern moves by ({px:.4f}, {py:.4f}) arcmin = K_icl times the decentre, "
+        "opposite "
+        "to the decentre for a minus lens; the ring stays concentric with the wick.",
+        ("centred optic", _at(a, p)),
+        (f"optic decentred ({dec[0]:.4f}, {dec[1]:.4f}) mm", sb),
+    )
 
 
 def _h10(rng, a, b):
     h, p = round(float(rng.uniform(0.2, 0.5)), 3), _place(rng)
     sb = _at(b, p)
     sb["pupil"]["icl"]["hole_mm"] = h
-    return (f"Clear central hole 0 mm to {h:.3f} mm at {_fmt(p)} arcmin",
-            "The hole transmits without the correcting phase: a weak, broad differential halo about the wick.",
-            ("no hole", _at(a, p)), (f"{h:.3f} mm clear hole", sb))
+    return (
+        f"Clear central hole 0 mm to {h:.3f} mm at {_fmt(p)} arcmin",
+        "The hole transmits without the correcting phase: a weak, broad differential halo about the wick.",
+        ("no hole", _at(a, p)),
+        (f"{h:.3f} mm clear hole", sb),
+    )
 
 
 def _h11(rng, a, b):
@@ -231,10 +278,16 @@ def _h11(rng, a, b):
     p, sb, m, psi = _decentred(rng, a, 0.1, 0.25)
     dec = sb["pupil"]["icl"]["decentre_mm"]
     icl = a["pupil"]["icl"]
-    return (f"{icl['hole_mm']:.2f} mm hole and {icl['cylinder_d']:.2f} D cylinder at {axis:.1f} deg; optic decentre "
-            f"(0, 0) to ({dec[0]:.4f}, {dec[1]:.4f}) mm, source at {_fmt(p)} arcmin",
-            "Keep the 2-D structure; the whole pattern shifts with the prism; several peaks or no unique centre are "
-            "acceptable answers.", ("centred optic", _at(a, p)), (f"optic decentred ({dec[0]:.4f}, {dec[1]:.4f}) mm", sb))
+    return (
+        f"{icl['hole_mm']:.2f} mm hole and {icl['cylinder_d']:.2f} D cylinder at {axis:.1f} deg; "
+        "optic decentre "
+        f"(0, 0) to ({dec[0]:.4f}, {dec[1]:.4f}) mm, source at {_fmt(p)} arcmin",
+        "Keep the 2-D structure; the whole pattern shifts with the prism; several peaks or no unique "
+        "centre are "
+        "acceptable answers.",
+        ("centred optic", _at(a, p)),
+        (f"optic decentred ({dec[0]:.4f}, {dec[1]:.4f}) mm", sb),
+    )
 
 
 def _h12(rng, a, b):
@@ -248,19 +301,27 @@ def _h12(rng, a, b):
     sb["sources"][0]["spectrum"] = [[lo, weights[0]], [lam, weights[1]], [hi, weights[2]]]
     sa = _at(a, p)
     sa["sources"][0]["spectrum"] = [[lam, 1.0]]
-    label = "/".join(f"{x:.1f}" for x in (lo, lam, hi)) + " nm, weights " + "/".join(f"{w:.1f}" for w in weights)
-    return (f"{lam:.1f} nm to {label} at {_fmt(p)} arcmin",
-            "Intensities of the three wavelengths add incoherently on the common angular grid.",
-            (f"{lam:.1f} nm", sa), (label, sb))
+    label = (
+        "/".join(f"{x:.1f}" for x in (lo, lam, hi)) + " nm, weights " + "/".join(f"{w:.1f}" for w in weights)
+    )
+    return (
+        f"{lam:.1f} nm to {label} at {_fmt(p)} arcmin",
+        "Intensities of the three wavelengths add incoherently on the common angular grid.",
+        (f"{lam:.1f} nm", sa),
+        (label, sb),
+    )
 
 
 def _h13(rng, a, b):
     f, p = round(float(rng.uniform(0.25, 1.0)), 3), _place(rng)
     sb = _at(b, p)
     sb["sources"][0]["flux"] = f
-    return (f"Source flux 0 to {f:.3f} at {_fmt(p)} arcmin",
-            "Without a source the ideal optical model gives exact zeros; a halo is not a default.",
-            ("flux 0", _at(a, p)), (f"flux {f:.3f}", sb))
+    return (
+        f"Source flux 0 to {f:.3f} at {_fmt(p)} arcmin",
+        "Without a source the ideal optical model gives exact zeros; a halo is not a default.",
+        ("flux 0", _at(a, p)),
+        (f"flux {f:.3f}", sb),
+    )
 
 
 def _h14(rng, a, b):
@@ -269,13 +330,32 @@ def _h14(rng, a, b):
     d = round(float(rng.uniform(*EDGE_BAND)), 3)
     t = _coordinate(rng, AXIS_GAP, 12.0)
     q = [(d, t), (t, d), (-d, t), (t, -d)][side]
-    return (f"Source moved from {_fmt(p)} to {_fmt(q)} arcmin, next to the detector edge",
-            "The first ring leaves the window in part; report the recorded coverage without wrapping light to the "
-            "other side.", (f"source at {_fmt(p)}", _at(a, p)), (f"source at {_fmt(q)}", _at(b, q)))
+    return (
+        f"Source moved from {_fmt(p)} to {_fmt(q)} arcmin, next to the detector edge",
+        "The first ring leaves the window in part; report the recorded coverage without wrapping light "
+        "to the "
+        "other side.",
+        (f"source at {_fmt(p)}", _at(a, p)),
+        (f"source at {_fmt(q)}", _at(b, q)),
+    )
 
 
-BUILDERS = {"H01": _h01, "H02": _h02, "H03": _h03, "H04": _h04, "H05": _h05, "H06": _h06, "H07": _h07,
-            "H08": _h08, "H09": _h09, "H10": _h10, "H11": _h11, "H12": _h12, "H13": _h13, "H14": _h14}
+BUILDERS = {
+    "H01": _h01,
+    "H02": _h02,
+    "H03": _h03,
+    "H04": _h04,
+    "H05": _h05,
+    "H06": _h06,
+    "H07": _h07,
+    "H08": _h08,
+    "H09": _h09,
+    "H10": _h10,
+    "H11": _h11,
+    "H12": _h12,
+    "H13": _h13,
+    "H14": _h14,
+}
 
 
 def variant_id(case_id: str, variant: int) -> str:
@@ -284,7 +364,10 @@ def variant_id(case_id: str, variant: int) -> str:
 
 
 def make_variant(case: HaloCase, key: ReleaseKey, variant: int) -> HaloCase:
-    """Variant ``variant`` (1-based) of a development case, every parameter from ``key.rng("halo", id, variant)``."""
+    """Build variant ``variant`` (1-based) of a development case.
+
+    Every parameter comes from ``key.rng("halo", case.id, variant)``.
+    """
     build = BUILDERS.get(case.id)
     if build is None:
         raise ValueError(f"{case.file}: no test-variant rule for case {case.id}")
@@ -293,16 +376,26 @@ def make_variant(case: HaloCase, key: ReleaseKey, variant: int) -> HaloCase:
     title, expectation, *pair = build(rng, copy.deepcopy(a), copy.deepcopy(b))
     vid = variant_id(case.id, variant)
     where = f"{case.file} (test variant {variant})"
-    conds = tuple(make_condition(vid, label, {"label": text, "scene": scene,
-                                              "calibration_ring": dev.calibration_ring,
-                                              "complex_field": dev.complex_field}, where)
-                  for label, (text, scene), dev in zip(CONDITION_LABELS, pair, case.conditions, strict=True))
+    conds = tuple(
+        make_condition(
+            vid,
+            label,
+            {
+                "label": text,
+                "scene": scene,
+                "calibration_ring": dev.calibration_ring,
+                "complex_field": dev.complex_field,
+            },
+            where,
+        )
+        for label, (text, scene), dev in zip(CONDITION_LABELS, pair, case.conditions, strict=True)
+    )
     check_pair(conds, where)
     return HaloCase(vid, title, case.purpose, case.predict, expectation, conds, where)
 
 
 def build_test_split(cases: list[HaloCase], key: ReleaseKey, variants: int = TEST_VARIANTS) -> list[HaloCase]:
-    """The test split: ``variants`` keyed variants of every case, ordered by case then variant."""
+    """Build the test split: ``variants`` keyed variants of every case, ordered by case then variant."""
     if variants < 0:
         raise ValueError(f"test variants must be >= 0, got {variants}")
     return [make_variant(case, key, v) for case in cases for v in range(1, variants + 1)]
