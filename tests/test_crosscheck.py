@@ -100,3 +100,32 @@ def test_evaluator_numbers_agree_on_both_solvers_images(cid):
     for name, err in errors.items():
         assert err <= SCALES[name] / 3, (name, err)
         assert err < 1e-3 * SCALES[name], (name, err)
+
+
+def test_forensics_genuine_images_carry_their_crosscheck_and_a_failed_one_is_left_out(tmp_path):
+    from icl.forensics.evaluate import evaluate as forensics_evaluate
+    from icl.forensics.generate import NOISE_SIGMA, write_release
+    from icl.io import load_json, write_json
+
+    rel = tmp_path / "rel"
+    write_release(rel, 5, counts={"genuine": 4, "NH": 5, "DUP": 1, "SPL": 2})
+    labels = load_json(rel / "private" / "labels.json")
+    genuine = sorted(i for i, lab in labels.items() if lab["kind"] == "genuine")
+    for i in genuine:
+        m = labels[i]["crosscheck"]["metrics"]["max_abs"]
+        assert labels[i]["crosscheck"]["ranked"] and m["tolerance"] == NOISE_SIGMA and m["value"] < NOISE_SIGMA / 10
+    # One genuine image re-rendered with a far too small PSF window: caught against the detector noise.
+    victim = genuine[0]
+    scene = Scene.from_dict(labels[victim]["detail"]["true_scene"])
+    psf_samples.cache_clear()
+    short = render(scene, Sampling(support_arcmin=1.0)).scene
+    psf_samples.cache_clear()
+    check = crosscheck(scene, short, {"max_abs": NOISE_SIGMA}, summed=True)
+    assert not check["ranked"] and "max_abs" in check["reason"]
+    attach(labels[victim], check)
+    write_json(rel / "private" / "labels.json", labels)
+    sub = tmp_path / "sub.json"
+    write_json(sub, {"scores": {i: {"NH": 0.5, "DUP": 0.5, "SPL": 0.5} for i in labels}})
+    doc = forensics_evaluate(rel, sub)
+    assert doc["not_ranked"] == {victim: check["reason"]}
+    assert doc["items"]["NH"]["negatives"] == len(genuine) - 1
