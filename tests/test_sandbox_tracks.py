@@ -180,16 +180,22 @@ def test_compiled_core_is_found_by_hash_under_any_name(tmp_path: Path) -> None:
     ]
 
 
-def test_a_module_in_a_zip_is_found(tmp_path: Path) -> None:
+def test_a_module_and_the_core_in_archives_are_found(tmp_path: Path) -> None:
+    import tarfile
     import zipfile
 
     sub = tmp_path / "sub"
     sub.mkdir()
     src = Path(icl.__file__).parent / "optics" / "render.py"
-    with zipfile.ZipFile(sub / "deps.zip", "w") as zf:
+    with zipfile.ZipFile(sub / "deps.zip", "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("lib/painter.py", src.read_text().replace("def ", "def  "))
+    core = Path(importlib.util.find_spec("icl._core").origin)
+    with tarfile.open(sub / "wheels.tar.gz", "w:gz") as tf:
+        tf.add(core, arcname="pkg/fast.so")
     track, ev = classify_track(sub)
-    assert track == "reference-assisted" and ev["hits"] == ["deps.zip!lib/painter.py"]
+    assert track == "reference-assisted"
+    assert ev["hits"] == ["deps.zip!lib/painter.py", "wheels.tar.gz!pkg/fast.so"]
+    assert ev["hash_matches"][0]["reference"] == str(core)
 
 
 @pytest.mark.parametrize("name", ["honest_fft", "honest_rays"])

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from zlib import error as zlib_error
 
 from icl.sandbox.fstree import MAX_TREE_DEPTH, walk
 from icl.sandbox.layout import reference_package_entries
@@ -55,6 +56,11 @@ MAX_CODE_FILE = 8 * 1024**2
 MAX_CODE_TOTAL = 128 * 1024**2
 MAX_HASHED = 8 * 1024**3
 MAX_ENTRIES = 200_000
+#: Archives: largest archive opened, largest member read, most member bytes walked in a tar stream (the
+#: member bytes read from all archives together are bounded by MAX_ARCHIVE too).
+MAX_ARCHIVE = 1024**3
+MAX_MEMBER = 64 * 1024**2
+MAX_ARCHIVE_STREAM = 4 * 1024**3
 CODE_SUFFIXES = {
     ".py": "python",
     ".pyi": "python",
@@ -211,28 +217,35 @@ def _reference_now() -> tuple[list[_Doc], dict[str, str], set[int], dict]:
     return _reference(tuple(key))
 
 
-def _code_members(path: Path, budget: list[int]) -> list[tuple[str, bytes]]:
-    """(name, bytes) of the code files inside a zip or tar archive, within the byte budget."""
+def _archive_members(path: Path, budget: list[int]) -> list[tuple[str, bytes]]:
+    """(name, bytes) of the regular members of a zip or tar archive, within bounds.
+
+    Members up to :data:`MAX_MEMBER` bytes are read while ``budget[0]`` (bytes) lasts; a tar archive is
+    read no further than :data:`MAX_ARCHIVE_STREAM` bytes of members (a compressed one must be decompressed
+    to be walked).
+    """
     out: list[tuple[str, bytes]] = []
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as zf:
                 for info in zf.infolist()[:MAX_ENTRIES]:
-                    if not info.is_dir() and info.file_size <= MAX_CODE_FILE and budget[0] >= info.file_size:
-                        if _language(info.filename, b"") or info.filename.endswith(("run", "__main__")):
-                            data = zf.read(info)[:MAX_CODE_FILE]
-                            budget[0] -= len(data)
-                            out.append((info.filename, data))
+                    if not info.is_dir() and info.file_size <= min(MAX_MEMBER, budget[0]):
+                        data = zf.read(info)  # stops at the declared size
+                        budget[0] -= len(data)
+                        out.append((info.filename, data))
         elif tarfile.is_tarfile(path):
+            streamed = 0
             with tarfile.open(path) as tf:
                 for info in tf:
-                    if info.isfile() and info.size <= MAX_CODE_FILE and budget[0] >= info.size:
-                        if _language(info.name, b""):
-                            fh = tf.extractfile(info)
-                            data = fh.read(MAX_CODE_FILE) if fh else b""
-                            budget[0] -= len(data)
-                            out.append((info.name, data))
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError, RuntimeError):
+                    streamed += info.size
+                    if streamed > MAX_ARCHIVE_STREAM or len(out) >= MAX_ENTRIES:
+                        break
+                    if info.isfile() and info.size <= min(MAX_MEMBER, budget[0]):
+                        fh = tf.extractfile(info)
+                        data = fh.read(info.size) if fh else b""
+                        budget[0] -= len(data)
+                        out.append((info.name, data))
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError, RuntimeError, zlib_error):
         pass
     return out
 
@@ -305,7 +318,7 @@ def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
     root = Path(submission)
     docs, ref_hashes, _, _ = _reference_now()
     hash_matches, code, unscanned = [], [], []
-    code_budget, hash_budget = [MAX_CODE_TOTAL], MAX_HASHED
+    code_budget, hash_budget, archive_budget = [MAX_CODE_TOTAL], MAX_HASHED, [MAX_ARCHIVE]
     too_deep: list[str] = []
     for n, e in enumerate(walk(root, MAX_TREE_DEPTH, too_deep=too_deep)):
         if n >= MAX_ENTRIES:
@@ -331,7 +344,11 @@ def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
                 else:
                     unscanned.append(e.rel)
             lang = _language(e.name, head)
-            if lang or e.name.endswith(ARCHIVE_SUFFIXES):
+            if e.name.endswith(ARCHIVE_SUFFIXES) and not lang:
+                if size > MAX_ARCHIVE:
+                    unscanned.append(e.rel)
+                    continue
+            elif lang:
                 if size > MAX_CODE_FILE or size > code_budget[0]:
                     unscanned.append(e.rel)
                     continue
@@ -341,10 +358,16 @@ def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
             code_budget[0] -= len(data)
             code.append(compare_code(e.rel, data.decode("utf-8", "replace"), lang))
         elif e.name.endswith(ARCHIVE_SUFFIXES):
-            for member, mdata in _code_members(root / e.rel, code_budget):
+            for member, mdata in _archive_members(root / e.rel, archive_budget):
+                name = f"{e.rel}!{member}"
+                if len(mdata) >= MIN_HASH_BYTES:
+                    digest = hashlib.sha256(mdata).hexdigest()
+                    if digest in ref_hashes:
+                        hash_matches.append({"file": name, "reference": ref_hashes[digest], "sha256": digest})
                 mlang = _language(member, mdata[:256])
-                if mlang:
-                    code.append(compare_code(f"{e.rel}!{member}", mdata.decode("utf-8", "replace"), mlang))
+                if mlang and len(mdata) <= MAX_CODE_FILE and len(mdata) <= code_budget[0]:
+                    code_budget[0] -= len(mdata)
+                    code.append(compare_code(name, mdata.decode("utf-8", "replace"), mlang))
     unscanned += [f"{rel}/ (nested too deep)" for rel in too_deep]
     code.sort(key=lambda r: (-r["similarity"], r["file"]))
     hits = sorted({m["file"] for m in hash_matches} | {r["file"] for r in code if r["hit"]})
