@@ -93,7 +93,7 @@ def test_icl_render_reads_an_image_extent(tmp_path):
     cy = float((got["scene"].sum(axis=1) * y).sum() / got["scene"].sum())
     cy_point = float((point.sum(axis=1) * y).sum() / point.sum())
     assert cy - cy_point == pytest.approx(-2.0 / 7.0 * 0.25, abs=0.005)
-    ledger = json.loads((tmp_path / "out.json").read_text())
+    ledger = json.loads((tmp_path / "out.npz.ledger.json").read_text())
     assert ledger["sources"]["lamp"]["source_flux"] == pytest.approx(2.0)
 
 
