@@ -66,7 +66,7 @@ def test_wheel_renders_in_a_clean_venv_with_bundled_fftw(tmp_path):
     want = render(Scene.from_dict(load_json(ROOT / "cases" / "examples" / "scene.json")))
     np.testing.assert_allclose(arrays["components"], want.components, rtol=0,
                                atol=1e-12 * float(want.components.max()))
-    ledger = load_json(work / "out.json")
+    ledger = load_json(work / "out.npz.ledger.json")
     assert set(ledger["sources"]) == {"L1", "L2"}
     for k, v in want.ledger.items():
         assert ledger["total"][k] == pytest.approx(v, rel=1e-9, abs=1e-15), k
