@@ -71,3 +71,16 @@ def test_values_are_normalised_for_hashing():
     assert src.spectrum == ((550.0, 1.0),) and isinstance(src.x_arcmin, float)
     assert hash(ICL(decentre_mm=[0.1, 0.0])) == hash(ICL(decentre_mm=(0.1, 0.0)))
     assert Detector(n=np.int64(64)).n == 64
+
+
+def test_render_refuses_an_fft_factor_beyond_the_memory_cap(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+    from icl.cli import main
+
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"sources": [{"id": "L1", "x_arcmin": 100.0}]}))
+    res = CliRunner().invoke(main, ["render", str(spec), "-o", str(tmp_path / "o.npz"), "--fft-factor", "12"])
+    assert res.exit_code == 2 and "GiB" in res.output and str(spec) in res.output
+    assert not (tmp_path / "o.npz").exists()

@@ -46,12 +46,21 @@ def render_cmd(spec: Path, output: Path, fft_factor: float) -> None:
     from rich.table import Table
 
     from icl.io import load_json, output_target, write_json, write_npz
+    from icl.errors import InputError
     from icl.optics import Sampling, Scene, render
+    from icl.optics.model import MAX_RENDER_BYTES, render_memory_estimate
 
     scene = Scene.from_dict(load_json(spec), file=str(spec))
     output = output if output.suffix == ".npz" else output.with_suffix(".npz")
     for target in (output, ledger_path(output)):  # both checked before anything is written
         output_target(target)
+    need = render_memory_estimate(scene, fft_factor)  # the scene checked the default factor only
+    if need > MAX_RENDER_BYTES:
+        raise InputError(
+            f"rendering with --fft-factor {fft_factor:g} needs about {need / 2**30:.3g} GiB, more than the "
+            f"{MAX_RENDER_BYTES / 2**30:g} GiB cap",
+            str(spec),
+        )
     res = render(scene, Sampling(fft_factor=fft_factor))
     write_npz(
         output,
