@@ -48,7 +48,7 @@ def test_writes_the_four_results_and_a_manifest(traced):
     assert psf["psf"].shape == (128, 128) and float(psf["angular_pixel_arcsec"]) == 4.0
     assert list(psf["component_names"]) == ["primary", "ghost_icl", "ghost_icl_lens"]
     np.testing.assert_allclose(psf["components"].sum(axis=0), psf["psf"], rtol=0, atol=1e-15)
-    # DESIGN.md section 2 axes: x_j = (j - (N-1)/2) * pitch.
+    # docs/conventions.md axes: x_j = (j - (N-1)/2) * pitch.
     assert psf["x_arcmin"][0] == pytest.approx(-(127 / 2) * 4 / 60, rel=1e-14)
     metrics = json.loads((out / "metrics.json").read_text())
     energy = json.loads((out / "energy.json").read_text())

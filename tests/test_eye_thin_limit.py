@@ -1,7 +1,7 @@
 """The thick ICL in the limit of vanishing thickness reproduces the thin-phase model's PSF.
 
 Both sides share the host eye's traced wavefront W_eye (Navarro 1985 made 8 D myopic): (a) the thick eye
-with the ICL traced along its lens and hole paths; (b) W_eye plus the thin ICL of DESIGN.md section 3 on
+with the ICL traced along its lens and hole paths; (b) W_eye plus the thin ICL of docs/conventions.md on
 the ICL plane (:class:`icl.eye.compare.TracedThinPupil`), its power and effective centre fitted to the
 traced lens path. The comparison therefore tests only what the thin model claims about the ICL.
 """

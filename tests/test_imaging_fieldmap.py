@@ -48,7 +48,7 @@ def test_isoplanatic_eye_has_no_field_deviation():
 
 
 def test_distortion_is_a_pure_translation():
-    # A tilt W = a u moves the pattern to theta = +a (DESIGN.md section 3): at 10 deg along +x with
+    # A tilt W = a u moves the pattern to theta = +a (docs/conventions.md): at 10 deg along +x with
     # 2e-7 rad/deg^3 the shift is 2e-4 rad = 0.6875 arcmin, and the shape does not change.
     eye = lambda x, y: SeidelPupil(x, y, dist=2e-7)  # noqa: E731
     (d,) = field_deviations(eye, [(10.0, 0.0)], 550.0, 4.0, [30.0], period=256)

@@ -1,4 +1,4 @@
-"""Physics of the thin-phase renderer against analytic results (DESIGN.md section 3)."""
+"""Physics of the thin-phase renderer against analytic results (docs/conventions.md)."""
 
 import math
 

@@ -57,7 +57,7 @@ def disk_coverage(cx, cy, r, n, du):
 
 
 def build_pupil(pp, n, du, lam):
-    """Thin-phase pupil from a ``core.PupilParams`` (DESIGN.md section 3), cell coverage by area."""
+    """Thin-phase pupil from a ``core.PupilParams`` (docs/conventions.md), cell coverage by area."""
     c0 = (n - 1) / 2
     centres = (np.arange(n) - c0) * du
     v, u = np.meshgrid(centres, centres, indexing="ij")
