@@ -13,7 +13,8 @@ from icl.parallel import scheduler_options
 @click.command("pro-generate")
 @click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Release folder to write (new or empty; see --force).")
-@click.option("--per-template", default=8, show_default=True, type=int, help="Instances generated per template.")
+@click.option("--per-template", default=8, show_default=True, type=click.IntRange(min=4),
+              help="Instances generated per template (at least 4: one train, one dev, two test).")
 @click.option("--seed", default=None, type=click.IntRange(min=0),
               help="Make a public development release from this seed: anyone can rebuild its answers and it "
                    "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
