@@ -716,7 +716,14 @@ def run_submission(
         )
     if declared == "from-scratch":
         t0 = time.monotonic()
-        record.effective_track, record.track_evidence = classify_track(submission)
+        try:
+            record.effective_track, record.track_evidence = classify_track(submission)
+        except (OSError, ValueError) as exc:  # what cannot be read cannot be shown free of reference code
+            record.effective_track = "reference-assisted"
+            record.track_evidence = {
+                "hits": [],
+                "summary": f"the provenance scan could not read the submission: {exc}",
+            }
         record.overhead_s["provenance"] = round(time.monotonic() - t0, 3)
         if record.effective_track != declared:
             record.messages.append(
