@@ -39,6 +39,42 @@ def test_disk_rect_area_against_independent_quadrature():
         assert exact == pytest.approx(approx, abs=3 * (du / n) ** 1.5)
 
 
+@pytest.mark.parametrize(
+    "cx,cy,r,n",
+    [(0.0, 0.0, 1.6e-3, 48), (0.05e-3, -0.03e-3, 0.18e-3, 48), (1e-5, 3e-5, 3.0e-3, 48), (1.2e-3, 0.4e-3, 1.0e-3, 40)],
+    ids=["pupil", "decentred-hole", "zone-beyond-grid", "disk-off-edge"],
+)
+def test_disk_coverage_filtered_matches_twin(cx, cy, r, n):
+    # The kernel sums explicitly only where a filter window meets the rim (prefix sums of the taps on the
+    # 1s); the twin is the direct sum on the whole fine grid.
+    from icl.optics.sampling import edge_filter
+
+    edge = edge_filter()
+    du = 3.4e-3 / n
+    before = _core.num_threads()
+    try:
+        got = []
+        for threads in (1, 2):
+            _core.set_num_threads(threads)
+            got.append(_core.disk_coverage_filtered(cx, cy, r, n, du, list(edge.taps), edge.sub))
+    finally:
+        _core.set_num_threads(before)
+    assert np.array_equal(got[0], got[1])
+    want = twins.disk_coverage_filtered(cx, cy, r, n, du, edge.taps, edge.sub)
+    np.testing.assert_allclose(got[0], want, rtol=0, atol=RTOL_TWIN)
+
+
+def test_disk_coverage_filtered_keeps_the_area():
+    # Unit-sum taps on a grid that holds the filtered rim: the coverage still sums to the disk's area.
+    from icl.optics.sampling import edge_filter
+
+    edge = edge_filter()
+    r, n = 1.0e-3, 60
+    du = 2 * r / (n - 2 * edge.spread - 4)
+    cov = _core.disk_coverage_filtered(2e-6, -1e-6, r, n, du, list(edge.taps), edge.sub)
+    assert cov.sum() * du * du == pytest.approx(math.pi * r * r, rel=1e-12)
+
+
 def _params(**kw):
     p = _core.PupilParams()
     for k, v in kw.items():
@@ -66,6 +102,25 @@ def test_build_pupil_matches_twin(kw):
     np.testing.assert_allclose(got, want, rtol=0, atol=RTOL_TWIN)
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"icl_present": False, "eye_excess": 3.0, "tilt_v": -1e-3},
+        {"hole_diameter": 0.36e-3, "hole": _core.HoleMode.black, "dec_u": 0.15e-3, "cyl_power": 0.35, "cyl_axis": 0.35},
+    ],
+    ids=["no-icl", "black-hole-cyl"],
+)
+def test_build_pupil_with_edge_filter_matches_twin(kw):
+    from icl.optics.sampling import edge_filter
+
+    edge = edge_filter()
+    p = _params(**kw, edge_taps=list(edge.taps), edge_sub=edge.sub)
+    n, du, lam = 72, 5.4e-5, 550e-9
+    np.testing.assert_allclose(
+        _core.build_pupil(p, n, du, lam), twins.build_pupil(p, n, du, lam), rtol=0, atol=RTOL_TWIN
+    )
+
+
 def test_psf_window_matches_full_fft():
     rng = np.random.default_rng(1)
     pupil = rng.normal(size=(37, 37)) + 1j * rng.normal(size=(37, 37))
@@ -73,6 +128,24 @@ def test_psf_window_matches_full_fft():
         got = _core.psf_window(pupil, m, s, 0.5)
         want = twins.psf_window(pupil, m, s, 0.5)
         np.testing.assert_allclose(got, want, rtol=RTOL_TWIN, atol=RTOL_TWIN * want.max())
+
+
+def test_psf_window_single_precision_matches_full_fft():
+    # Single-precision transforms: float rounding (about 1e-7 of the peak), the same bits for any thread count.
+    rng = np.random.default_rng(9)
+    pupil = rng.normal(size=(60, 60)) + 1j * rng.normal(size=(60, 60))
+    before = _core.num_threads()
+    try:
+        got = []
+        for threads in (1, 2):
+            _core.set_num_threads(threads)
+            got.append(_core.psf_window(pupil, 256, 200, 0.5, True))
+    finally:
+        _core.set_num_threads(before)
+    assert np.array_equal(got[0], got[1])
+    want = twins.psf_window(pupil, 256, 200, 0.5)
+    np.testing.assert_allclose(got[0], want, rtol=0, atol=2e-6 * want.max())
+    assert not np.allclose(got[0], want, rtol=0, atol=1e-10 * want.max())  # it did run in single precision
 
 
 def test_psf_window_parseval():
@@ -134,3 +207,42 @@ def test_place_polyphase_matches_twin():
                 ny, nx = len(range(py, 101, q)), len(range(px, 97, q))
                 want[py::q, px::q] = twins.place_separable(s, ty[py], tx[px], r0[py], c0[px], ny, nx)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_place_polyphase_scales_last_and_writes_into_out():
+    # The scale is the last product (scale 1 changes no bit); `out` receives the image in place and a wrong
+    # buffer is refused rather than silently copied.
+    rng = np.random.default_rng(8)
+    s = rng.random((80, 90))
+    ty, tx = rng.normal(size=(2, 24)), rng.normal(size=(2, 23))
+    r0, c0 = np.array([-3, 2]), np.array([1, -4])
+    plain = _core.place_polyphase(s, ty, tx, r0, c0, 123, 131)
+    out = np.full((123, 131), np.nan)
+    got = _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 2.5, out)
+    assert got is out
+    assert np.array_equal(out, plain * 2.5)
+    assert np.array_equal(_core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0), plain)
+    for bad in (np.empty((123, 131), np.float32), np.empty((131, 123)), np.empty((123, 262))[:, ::2]):
+        with pytest.raises(ValueError, match="out must be"):
+            _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, bad)
+
+
+def test_filtered_disk_coverage_matches_twin_and_keeps_the_area():
+    # Coverage on 4x finer cells, filtered and decimated onto the grid (icl.optics.sampling.edge_filter).
+    from icl.optics.sampling import edge_filter
+
+    filt = edge_filter()
+    taps, sub = np.array(filt.taps), filt.sub
+    r, du = 0.18e-3, 2.2e-5
+    cx, cy = 0.013e-3, -0.021e-3
+    n = 2 * math.ceil(r / du) + 2 + 2 * filt.spread
+    got = _core.disk_coverage_filtered(cx, cy, r, n, du, list(taps), sub)
+    k = (taps.size - sub + 2 * sub - 1) // (2 * sub) + 1
+    w = sub * (n + 2 * k)
+    fine = twins.disk_coverage(cx, cy, r, w, du / sub)
+    off = sub * k + (sub - taps.size) // 2
+    start = off + sub * np.arange(n)
+    idx = start[:, None] + np.arange(taps.size)[None, :]  # [grid cell, tap] -> fine index
+    want = np.array([[taps @ fine[np.ix_(idx[i], idx[j])] @ taps for j in range(n)] for i in range(n)])
+    np.testing.assert_allclose(got, want, rtol=0, atol=RTOL_TWIN)
+    assert got.sum() * du * du == pytest.approx(math.pi * r * r, rel=1e-12)
