@@ -102,7 +102,10 @@ def test_gallery_in_chromium_shows_the_h10_ring(tmp_path):
             && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())
             && parseFloat(getComputedStyle(e).fontSize) < 12).length""")
         rgb, geometry = capture(page, "H10", tmp_path / "H10.png")
+        page.set_viewport_size({"width": 1024, "height": 768})  # a small screen scrolls, never shrinks text
+        shown = page.eval_on_selector_all("img", "els => els.map(e => e.getBoundingClientRect().width)")
         browser.close()
+    assert all(w >= FIG_PX[0] for w in shown), shown  # the natural width (plus the 1 px border)
     assert widths == [FIG_PX[0]] * 3, widths
     assert errors == [] and all(u.startswith("file://") for u in requests)  # nothing from the network
     assert small == 0 and "-0.0000" not in text

@@ -108,13 +108,8 @@ def _wick(rec: dict, k: int = 0) -> tuple[float, float]:
     return tuple(s["wick_arcmin"] or s["expected_wick_arcmin"])
 
 
-def case_png(task: tuple) -> bytes:
-    """PNG bytes of one case's figure; ``task`` is ``(case, refs)`` with the references of its conditions."""
-    return case_figure(task)[0]
-
-
 def case_figure(task: tuple) -> tuple[bytes, dict]:
-    """PNG bytes and panel geometry of one case's figure (see :func:`case_png`).
+    """PNG bytes and panel geometry of one case's figure; ``task`` is ``(case, refs)``.
 
     The geometry gives, for the change panel, its pixel box in the PNG (left, top, right, bottom, from
     the top-left corner), its data limits (arcmin), the centre of the change profile and the marked
@@ -397,8 +392,9 @@ def _measurements(refs: list) -> str:
 
 PAGE_HEAD = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ICL-Bench halo gallery (evaluator only)</title>
-<style>body{font-family:sans-serif;font-size:16px;margin:1.5em;max-width:1460px}img{max-width:100%;
-border:1px solid #ccc}section{margin-bottom:2.5em}code{background:#f3f3f3}dt{font-weight:bold}
+<style>body{font-family:sans-serif;font-size:16px;margin:1.5em;max-width:1460px}img{max-width:none;
+border:1px solid #ccc}div.fig{overflow-x:auto}section{margin-bottom:2.5em}code{background:#f3f3f3}
+dt{font-weight:bold}
 table.m{border-collapse:collapse;font-size:14px;margin:.5em 0}table.m td,table.m th{border:1px solid #bbb;
 padding:2px 6px;text-align:right}table.m th{background:#f0f0f0}</style></head><body>
 <h1>ICL-Bench halo gallery</h1>
@@ -440,10 +436,12 @@ def write_gallery(
     refs: dict | None = None,
     geometry: dict[str, dict] | None = None,
 ) -> None:
-    """Write one PNG per case (from :func:`case_png`) and ``index.html`` into ``folder``.
+    """Write one PNG per case (from :func:`case_figure`) and ``index.html`` into ``folder``.
 
-    ``refs`` (condition id to reference) adds each case's table of measurements; ``geometry`` (case id to
-    the panel geometry of :func:`case_figure`) is kept on each image as ``data-geometry``.
+    Figures are shown at their natural size (never shrunk, so text stays at 12 px; a narrow window
+    scrolls sideways). ``refs`` (condition id to reference) adds each case's table of measurements;
+    ``geometry`` (case id to the panel geometry of :func:`case_figure`) is kept on each image as
+    ``data-geometry``.
     """
     from icl.io import atomic_write_bytes
 
@@ -460,8 +458,8 @@ def write_gallery(
         parts.append(
             f'<section id="{case.id}"><h2>{case.id}: {html.escape(case.title)}</h2>\n'
             f"<p>{html.escape(case.purpose)}</p><p><em>Expected:</em> {html.escape(case.expectation)}</p>\n"
-            f'<img src="{name}" alt="{case.id} conditions, change and profiles" '
-            f'width="{FIG_PX[0]}" height="{FIG_PX[1]}"{geo}>\n{table}</section>\n'
+            f'<div class="fig"><img src="{name}" alt="{case.id} conditions, change and profiles" '
+            f'width="{FIG_PX[0]}" height="{FIG_PX[1]}"{geo}></div>\n{table}</section>\n'
         )
     parts.append("</body></html>\n")
     atomic_write_bytes(folder / "index.html", "".join(parts).encode("utf-8"))
