@@ -32,6 +32,12 @@ def contest_score(input_json: Path, thresholds: Path | None, output: Path) -> No
     write_json(output, record)
     console = Console()
     console.print(score_table(record))
+    scoring = record["versions"]["scoring"]
+    console.print(
+        f"model: {record['versions']['model'] or '(none given)'}; scoring: {scoring['package']}, "
+        f"source sha256 {scoring['source_sha256'][:16]}",
+        highlight=False,
+    )
     for p in record["problems"]:
         console.print(f"problem: {p}")
 

@@ -46,7 +46,7 @@ SYMBOLS = {
     "w_s": "safety weight 0.2 + 0.2 (1 - S)",
     "w_c": "clinical weight 1 - w_s",
     "C": "clinical score in [0, 1]",
-    "T": "total 100 (S w_s + C w_c), rounded to two decimals at the end (track 7: 100 C)",
+    "T": "total 100 (S w_s + C w_c), rounded half up to two decimals at the end (track 7: 100 C)",
 }
 
 RULE = {
