@@ -22,8 +22,10 @@ budget; both are written beside the check in the private reference (``tolerance`
 ``registered_tolerance``, ``noise_budget``).
 
 The rebuilt instances replay the thin-phase and thick renders of the true build, except when the pupil
-diameter moves, the only noisy value the thin-phase scene reads. The thick-eye references (C05, D02)
-also trace the stated biometry; their PSFs' sensitivity to it is not in the budget (left open).
+diameter, the only noisy value the thin-phase scene reads, moves up: that build renders for real, and the
+moved-down build replays too, so its change counts for closed-form references only (the renders' change is
+taken from the upper side, to first order the same). The thick-eye references (C05, D02) also trace the
+stated biometry; their PSFs' sensitivity to it is not in the budget (left open).
 """
 
 from __future__ import annotations
@@ -119,11 +121,11 @@ def apply_noise(
 
 
 @contextmanager
-def _renders(calls: list, replay: bool) -> Iterator[None]:
+def _renders(calls: list, replay: bool, strict: bool = True) -> Iterator[None]:
     """Record (``replay=False``) or replay, in call order, the reference renders of a build.
 
     A replayed thin-phase render must be asked for the same scene as the recorded one; otherwise (a build
-    that renders differently) it is rendered for real.
+    that renders differently) it is rendered for real, unless ``strict`` is False (every render replayed).
     """
     from icl.pro import references, thick
 
@@ -135,7 +137,7 @@ def _renders(calls: list, replay: bool) -> Iterator[None]:
             key = _dumps([args, kwargs]) if name == "ref" else None  # thick: traces the stated biometry
             if replay:
                 want, out = next(it, (False, None))
-                if want is not False and want == key:
+                if want is not False and (want == key or not strict):
                     return copy.deepcopy(out)
                 return real[name](*args, **kwargs)
             out = real[name](*args, **kwargs)
@@ -213,13 +215,13 @@ def measured(rec: dict, e: dict, f: dict, build: Callable[[dict, dict], Any]) ->
     for name, (fname, u) in params.items():
         for step in (u, -u):
             e2, f2 = _moved(e, f, fname, name, step)
-            if name in SCENE_PARAMS:
+            if name in SCENE_PARAMS and step > 0:
                 b2 = build(e2, f2)
-            else:
-                with _renders(calls, replay=True):
+            else:  # the minus side of a scene parameter renders nothing new: closed forms only
+                with _renders(calls, replay=True, strict=name not in SCENE_PARAMS):
                     b2 = build(e2, f2)
             for cid, kind, _, relative in checks:
-                if kind == "solutions" and name not in SCENE_PARAMS:
+                if kind == "solutions" and (name not in SCENE_PARAMS or step < 0):
                     continue  # the re-rendered solutions read only the scene
                 d = _change(kind, relative, b.refs[cid], b2.refs[cid], b, b2)
                 if d > by_param[cid].get(f"{fname}.{name}", 0.0):
