@@ -129,8 +129,10 @@ def test_seed_rebuild_oracle(tmp_path, keyed):
         assert all(v == 1.0 for v in scores.values()), scores
     else:
         # No public seed reproduces a keyed release; the fallback answers are another release's, a guess.
-        # A guess still hits B01.3 often (its residual targets take four values, two of them 0 D); over
-        # the continuous answers it scores near 0. Measured: 0.21 and 0.25 of the auto checks in two runs.
+        # A guess hits B01.3 often (its residual takes one of four values, two of them 0 D), and A03.1 and
+        # B01.1, whose answers span only a few noise budgets. Measured in four keyed runs: 0.13 to 0.42 of
+        # the auto checks, never any of the widely spread answers (A03.2, A03.3, B01.2).
         assert seed is None
         assert np.mean(list(scores.values())) <= 0.5, scores
-        assert np.mean([v for k, v in scores.items() if "/A03." in k or k.endswith("B01.2")]) <= 0.25, scores
+        spread = [v for k, v in scores.items() if k.endswith(("A03.2", "A03.3", "B01.2"))]
+        assert len(spread) == 6 and np.mean(spread) <= 0.25, scores
