@@ -42,7 +42,13 @@ PYTHONPATH=/submission/source exec python3 -c 'import optikit' && echo ran > "$2
 
 @pytest.fixture(scope="module")
 def vendored(tmp_path_factory) -> Path:
-    return build_vendored(tmp_path_factory.mktemp("vendored") / "sub", VENDORED_RUN)
+    """Two subpackages (the optics engine and the halo track): the default run's copy."""
+    return build_vendored(tmp_path_factory.mktemp("vendored") / "sub", VENDORED_RUN, only=("optics", "halo"))
+
+
+@pytest.fixture(scope="module")
+def vendored_whole(tmp_path_factory) -> Path:
+    return build_vendored(tmp_path_factory.mktemp("vendored_whole") / "sub", VENDORED_RUN)
 
 
 @pytest.fixture
@@ -131,9 +137,9 @@ def test_vendored_package_is_moved_to_reference_assisted_and_scores_0_on_from_sc
     rec = run_submission(vendored, io["input"], io["output"], limits=SMALL)
     assert rec.track == "from-scratch" and rec.effective_track == "reference-assisted"
     ev = rec.track_evidence
-    assert len(ev["hits"]) >= 50 and ev["hash_matches"] == []  # found by similarity alone: nothing byte-equal
+    assert len(ev["hits"]) >= 10 and ev["hash_matches"] == []  # found by similarity alone: nothing byte-equal
     top = ev["code"][0]
-    assert top["similarity"] >= 0.9 and top["pairs"][0]["reference"].startswith(
+    assert top["similarity"] >= 0.8 and top["pairs"][0]["reference"].startswith(
         str(Path(icl.__file__).parent)
     )
     assert "declared from-scratch, counted as reference-assisted" in rec.messages[0]
@@ -154,13 +160,22 @@ def test_vendored_package_is_moved_to_reference_assisted_and_scores_0_on_from_sc
     assert [r["name"] for r in boards["reference-assisted"]] == ["vendor"]
 
 
-def test_vendored_modules_score_above_the_threshold_honest_solvers_below(vendored) -> None:
-    files = sorted(vendored.rglob("*.py"))
+def _similarities(sub: Path, at_least: int) -> None:
+    files = sorted(sub.rglob("*.py"))
     rows = [compare_code(str(f), f.read_text(), "python") for f in files]
     big = [r for r in rows if r["tokens"] >= 400]
-    assert len(big) >= 40 and min(r["similarity"] for r in big) >= THRESHOLD
+    assert len(big) >= at_least and min(r["similarity"] for r in big) >= THRESHOLD
     copied = sum(r["copied_tokens"] for r in rows) / sum(r["tokens"] for r in rows)
     assert copied > 0.7
+
+
+@pytest.mark.slow
+def test_every_vendored_module_of_the_whole_package_scores_above_the_threshold(vendored_whole) -> None:
+    _similarities(vendored_whole, 80)
+
+
+def test_vendored_modules_score_above_the_threshold_honest_solvers_below(vendored) -> None:
+    _similarities(vendored, 10)
     for honest in ("honest_fft", "honest_rays"):
         report = scan_submission(HOSTILE / honest)
         assert report["hits"] == [] and report["code_files"] >= 1

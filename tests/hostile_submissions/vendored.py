@@ -101,10 +101,14 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
-def build(dest: Path, run_text: str) -> Path:
-    """Write the submission at ``dest``: ``run``, ``manifest.json`` (from-scratch) and ``source/optikit``."""
+def build(dest: Path, run_text: str, only: tuple[str, ...] = ()) -> Path:
+    """Write the submission at ``dest``: ``run`` and ``source/optikit`` (``only``: these subpackages)."""
     pkg = Path(icl.__file__).parent
-    files = sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts)
+    files = sorted(
+        p
+        for p in pkg.rglob("*.py")
+        if "__pycache__" not in p.parts and (not only or p.relative_to(pkg).parts[0] in only)
+    )
     trees = [ast.parse(p.read_text("utf-8")) for p in files]
     modules = {
         part: "m" + _new(part)[1:]
