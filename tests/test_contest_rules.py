@@ -17,7 +17,9 @@ from icl.contest.scoring import record_digest
 from icl.errors import InputError
 
 EXAMPLE = cases_dir() / "contest" / "example_team.json"
-PUBLISHED = parse_thresholds({"published": True, "thresholds": [{"item": "S", "metric": "value", "min": 0.1}]})
+PUBLISHED = parse_thresholds(
+    {"published": True, "thresholds": [{"item": "S", "metric": "value", "min": 0.1}]}
+)
 
 
 @pytest.fixture
@@ -65,8 +67,7 @@ def _half_up(text: str) -> float:
 def test_track7_boundary_values_round_half_up():
     # Every clinical score with five decimals ending in 5: 100 C ends in a 5 at the third decimal.
     wrong = [
-        c for k in range(10_000)
-        if total(None, float(c := f"0.{k:04d}5")) != _half_up(str(Decimal(c) * 100))
+        c for k in range(10_000) if total(None, float(c := f"0.{k:04d}5")) != _half_up(str(Decimal(c) * 100))
     ]
     assert wrong == []
     assert total(None, 0.50045) == 50.05  # float64 100 * 0.50045 = 50.044999999999995
@@ -113,7 +114,9 @@ EDITS = [
 
 
 @pytest.mark.parametrize("digest_recomputed", [False, True], ids=["plain-edit", "digest-recomputed"])
-@pytest.mark.parametrize("change,field", EDITS, ids=[f"{next(iter(c))}={c[next(iter(c))]!r}" for c, _ in EDITS])
+@pytest.mark.parametrize(
+    "change,field", EDITS, ids=[f"{next(iter(c))}={c[next(iter(c))]!r}" for c, _ in EDITS]
+)
 def test_rank_revalidates_every_record(doc, change, field, digest_recomputed):
     good = score_result(doc, PUBLISHED, "a.json")
     assert good["rankable"]

@@ -20,8 +20,17 @@ def demo(tmp_path_factory):
 
 
 def circle(fid="F1", r=1.0, width=0.3, **kw):
-    return {"id": fid, "source_id": "L1", "kind": "circle", "cx_deg": 0.0, "cy_deg": 0.0, "rx_deg": r,
-            "width_deg": width, "confirmed": True, **kw}
+    return {
+        "id": fid,
+        "source_id": "L1",
+        "kind": "circle",
+        "cx_deg": 0.0,
+        "cy_deg": 0.0,
+        "rx_deg": r,
+        "width_deg": width,
+        "confirmed": True,
+        **kw,
+    }
 
 
 def reports_of(*records):
@@ -39,8 +48,18 @@ def test_a_prediction_file_of_another_schema_scores_nothing(demo, tmp_path):
     preds = load_predictions(path)
     assert preds.fatal is not None and "schema_version" in preds.fatal and not preds.valid
     out = tmp_path / "score.json"
-    res = CliRunner().invoke(main, ["patient-score", "--reference", str(demo / "private" / "reference.json"),
-                                    "--predictions", str(path), "--output", str(out)])
+    res = CliRunner().invoke(
+        main,
+        [
+            "patient-score",
+            "--reference",
+            str(demo / "private" / "reference.json"),
+            "--predictions",
+            str(path),
+            "--output",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
     assert doc["patient_perception_score"] == 0.0
@@ -111,8 +130,17 @@ def test_fine_raster_covers_tiny_structures_and_eccentric_ellipses():
     pred = {"features": [circle(r=2.0, width=0.5)]}
     assert fine_check_reasons(pred, {"features": [circle(r=2.0, width=0.5)]}, 256) == []
     assert fine_check_reasons(pred, {"features": [circle(r=0.1, width=0.3)]}, 256) == ["tiny_structure"]
-    ellipse = {"id": "E", "source_id": "L1", "kind": "ellipse", "cx_deg": 0.0, "cy_deg": 0.0,
-               "rx_deg": 6.0, "ry_deg": 1.5, "width_deg": 0.5, "confirmed": True}
+    ellipse = {
+        "id": "E",
+        "source_id": "L1",
+        "kind": "ellipse",
+        "cx_deg": 0.0,
+        "cy_deg": 0.0,
+        "rx_deg": 6.0,
+        "ry_deg": 1.5,
+        "width_deg": 0.5,
+        "confirmed": True,
+    }
     assert fine_check_reasons(pred, {"features": [ellipse]}, 256) == ["eccentric_ellipse"]
     assert fine_check_reasons(pred, {"features": [circle(width=0.1)]}, 256) == ["thin_band"]
     # and the score document counts them by reason
@@ -122,8 +150,16 @@ def test_fine_raster_covers_tiny_structures_and_eccentric_ellipses():
         r["repeat_id"] = f"R{k}"
         r["features"] = [ellipse]
         recs.append(r)
-    preds = Predictions("p.json", valid={rec["target_id"]: {"target_id": rec["target_id"],
-                                                            "presence_probability": 0.9, "features": [ellipse]}})
+    preds = Predictions(
+        "p.json",
+        valid={
+            rec["target_id"]: {
+                "target_id": rec["target_id"],
+                "presence_probability": 0.9,
+                "features": [ellipse],
+            }
+        },
+    )
     doc = score(reports_of(*recs), preds)
     assert doc["raster_check"]["reasons"] == {"eccentric_ellipse": 2}
     assert doc["raster_check"]["max_abs_iou_difference"] == 0.0
@@ -149,6 +185,10 @@ def test_exclusions_get_a_selection_bias_check():
     doc = score(reports_of(*recs), Predictions("p.json"))
     sb = doc["selection_bias"]
     assert sb["records"] == {"eligible": 6, "excluded": 6}
-    assert sb["present_share"] == {"eligible": 0.0, "excluded": 1.0, "fisher_exact_p": pytest.approx(0.002164502)}
+    assert sb["present_share"] == {
+        "eligible": 0.0,
+        "excluded": 1.0,
+        "fisher_exact_p": pytest.approx(0.002164502),
+    }
     assert any("presence differs" in w for w in sb["warnings"])
     assert any("patient SYN-000: every record excluded" in w for w in sb["warnings"])

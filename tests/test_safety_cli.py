@@ -67,9 +67,19 @@ def _no_cut_cells(text: str) -> None:
 def test_eye_trace_table_is_whole_at_80_columns(tmp_path):
     res = CliRunner().invoke(
         main,
-        ["eye-trace", "--eye", str(EYE / "eye.json"), "--implant", str(EYE / "implant.json"),
-         "--illumination", str(EYE / "illumination.json"), "--detector", str(EYE / "detector.json"),
-         "--output", str(tmp_path / "et")],
+        [
+            "eye-trace",
+            "--eye",
+            str(EYE / "eye.json"),
+            "--implant",
+            str(EYE / "implant.json"),
+            "--illumination",
+            str(EYE / "illumination.json"),
+            "--detector",
+            str(EYE / "detector.json"),
+            "--output",
+            str(tmp_path / "et"),
+        ],
         env=ENV80,
     )
     assert res.exit_code == 0, res.output
@@ -79,9 +89,8 @@ def test_eye_trace_table_is_whole_at_80_columns(tmp_path):
 
 
 def test_demo_table_is_whole_at_80_columns():
-    from rich.console import Console
-
     from icl.demo import BASELINES, baseline_table
+    from rich.console import Console
 
     t = baseline_table()
     for mode in BASELINES:
@@ -97,16 +106,24 @@ def test_demo_table_is_whole_at_80_columns():
 def test_contest_rank_table_is_whole_at_80_columns(tmp_path):
     doc = json.loads((cases_dir() / "contest" / "example_team.json").read_text())
     thr = tmp_path / "thr.json"
-    thr.write_text(json.dumps({"published": True, "thresholds": [{"item": "S", "metric": "value", "min": 0.1}]}))
+    thr.write_text(
+        json.dumps({"published": True, "thresholds": [{"item": "S", "metric": "value", "min": 0.1}]})
+    )
     records = []
     for team, c in (("Alpha-Team-Long-Name", 0.75), ("B", 0.71), ("Gamma", 0.75)):
         src = tmp_path / f"{team}.json"
         src.write_text(json.dumps(dict(doc, team=team, clinical_score=c)))
         rec = tmp_path / f"{team}.rec.json"
-        assert CliRunner().invoke(main, ["contest-score", str(src), "--thresholds", str(thr),
-                                         "--output", str(rec)]).exit_code == 0
+        assert (
+            CliRunner()
+            .invoke(main, ["contest-score", str(src), "--thresholds", str(thr), "--output", str(rec)])
+            .exit_code
+            == 0
+        )
         records.append(str(rec))
-    res = CliRunner().invoke(main, ["contest-rank", *records, "--output", str(tmp_path / "rank.json")], env=ENV80)
+    res = CliRunner().invoke(
+        main, ["contest-rank", *records, "--output", str(tmp_path / "rank.json")], env=ENV80
+    )
     assert res.exit_code == 0, res.output
     _no_cut_cells(res.output)
     assert "Alpha-Team-Long-Name" in res.output and "tie broken by efficiency" in res.output
@@ -129,8 +146,12 @@ def test_docs_and_code_point_only_inside_the_repository():
 
     root = Path(icl.__file__).resolve().parents[2]
     offenders = []
-    paths = [root / "README.md", *sorted((root / "docs").rglob("*.md")), *sorted((root / "python").rglob("*.py")),
-             *sorted((root / "cases").rglob("*.json"))]
+    paths = [
+        root / "README.md",
+        *sorted((root / "docs").rglob("*.md")),
+        *sorted((root / "python").rglob("*.py")),
+        *sorted((root / "cases").rglob("*.json")),
+    ]
     for path in paths:
         text = path.read_text(encoding="utf-8", errors="replace")
         for needle in ("DESIGN.md", "seeds/"):

@@ -166,7 +166,7 @@ def test_a_write_error_names_the_path(tmp_path):
 
 GENERATORS = [
     ("halo-generate", "--no-gallery"),
-    ("pro-generate", "--per-template", "1", "--seed", "1"),
+    ("pro-generate", "--per-template", "4", "--seed", "1"),
     ("forensics-generate", "--seed", "1"),
     ("patient-demo",),
     ("demo", "--no-gallery"),
@@ -251,7 +251,9 @@ def test_contest_patient_and_halo_loaders_refuse_duplicate_keys(tmp_path, patien
     assert res.exit_code == 2 and "duplicate key" in res.output and str(team) in res.output
 
     ref = tmp_path / "reference.json"
-    ref.write_text(_with_duplicate((patient_set / "private" / "reference.json").read_text(), "schema_version"))
+    ref.write_text(
+        _with_duplicate((patient_set / "private" / "reference.json").read_text(), "schema_version")
+    )
     with pytest.raises(InputError, match="duplicate key"):
         load_reports(ref)
 

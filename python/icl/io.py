@@ -90,7 +90,9 @@ def _make_folder(folder: Path, file: str) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        raise OutputError(f"cannot write here: {folder} or one of its parents is a file, not a folder", file) from None
+        raise OutputError(
+            f"cannot write here: {folder} or one of its parents is a file, not a folder", file
+        ) from None
     except OSError as exc:
         raise OutputError(f"cannot create the folder {folder}: {exc.strerror or exc}", file) from None
 
@@ -136,7 +138,9 @@ def _temp_beside(path: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise OutputError(f"cannot create a file in {path.parent}: {exc.strerror or exc}", str(path)) from None
+            raise OutputError(
+                f"cannot create a file in {path.parent}: {exc.strerror or exc}", str(path)
+            ) from None
     raise OutputError(f"no free temporary name in {path.parent}", str(path))
 
 
@@ -211,7 +215,9 @@ def prepare_output_dir(path: str | os.PathLike, force: bool = False) -> Path:
         raise OutputError("--force does not empty the root, home or current folder (or a parent of it)", file)
     for src in (_protected or {}).values():
         if Path(src) == real or real in Path(src).parents:
-            raise OutputError(f"--force does not empty a folder holding an input of this command ({src})", file)
+            raise OutputError(
+                f"--force does not empty a folder holding an input of this command ({src})", file
+            )
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path)

@@ -132,7 +132,7 @@ def recall_at_fpr(curve: Curve, fpr: float) -> float:
 
 
 def precision_at_top_k(curve: Curve, k: int) -> float:
-    """Expected precision of the ``k`` highest-scored cases, ties at the cut shared pro rata."""
+    """Return the expected precision of the ``k`` highest-scored cases, ties at the cut shared pro rata."""
     n = curve.positives + curve.negatives
     if not 1 <= k <= n:
         raise NotComputable(f"top-k needs 1 <= k <= {n}, got {k}")
@@ -234,7 +234,12 @@ def item_area(item: str, scores: Any, labels: Any) -> ItemArea:
         # The rule counts constant output as a complete failure; its curve would otherwise score the
         # prevalence (a single operating point at recall 1).
         return ItemArea(
-            item, 0.0, kind, interval, curve.positives, curve.negatives,
+            item,
+            0.0,
+            kind,
+            interval,
+            curve.positives,
+            curve.negatives,
             f"constant output: all {n} scores are equal (complete failure)",
         )
     lo, hi = interval

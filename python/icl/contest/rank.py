@@ -144,8 +144,8 @@ def _check_record(r: Any, file: str) -> dict[str, Any]:
     and its arithmetic: ``S`` from the item areas, the weights, ``T`` from ``S`` and ``C``, and
     ``rankable`` from the gate.
     """
-    from icl.contest.scoring import COMPUTE_CLASSES, DIGEST_FIELD, TRACKS, record_digest
     from icl.contest.safety import ITEMS, safety_score, safety_weight, total
+    from icl.contest.scoring import COMPUTE_CLASSES, DIGEST_FIELD, TRACKS, record_digest
 
     _need(isinstance(r, dict), file, "", "expected a score record object (not a contest-score output?)")
     for key in ("team", "track", "group", "rankable", "T", "S", "C", "gate", "versions", DIGEST_FIELD):
@@ -156,45 +156,94 @@ def _check_record(r: Any, file: str) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InputError(f"record is not plain JSON: {exc}", file) from None
     _need(
-        digest == r[DIGEST_FIELD], file, DIGEST_FIELD,
+        digest == r[DIGEST_FIELD],
+        file,
+        DIGEST_FIELD,
         "does not match the record's content: the record was edited after contest-score wrote it; "
         "score the team's input again",
     )
-    _need(r["team"] is None or isinstance(r["team"], str), file, "team", f"expected a string, got {r['team']!r}")
-    _need(r["group"] is None or isinstance(r["group"], str), file, "group", f"expected a string, got {r['group']!r}")
+    _need(
+        r["team"] is None or isinstance(r["team"], str), file, "team", f"expected a string, got {r['team']!r}"
+    )
+    _need(
+        r["group"] is None or isinstance(r["group"], str),
+        file,
+        "group",
+        f"expected a string, got {r['group']!r}",
+    )
     track = r["track"]
-    _need(track is None or (isinstance(track, int) and not isinstance(track, bool) and track in TRACKS),
-          file, "track", f"expected an integer 1-7 or null, got {track!r}")
+    _need(
+        track is None or (isinstance(track, int) and not isinstance(track, bool) and track in TRACKS),
+        file,
+        "track",
+        f"expected an integer 1-7 or null, got {track!r}",
+    )
     _need(isinstance(r["rankable"], bool), file, "rankable", f"expected true or false, got {r['rankable']!r}")
     gate = r["gate"]
-    _need(isinstance(gate, dict) and gate.get("status") in ("rankable", "not rankable")
-          and isinstance(gate.get("reasons"), list), file, "gate", "expected {status, reasons, checks}")
-    _need(r["rankable"] == (gate["status"] == "rankable"), file, "rankable",
-          f"{r['rankable']!r} contradicts the gate status {gate['status']!r}")
+    _need(
+        isinstance(gate, dict)
+        and gate.get("status") in ("rankable", "not rankable")
+        and isinstance(gate.get("reasons"), list),
+        file,
+        "gate",
+        "expected {status, reasons, checks}",
+    )
+    _need(
+        r["rankable"] == (gate["status"] == "rankable"),
+        file,
+        "rankable",
+        f"{r['rankable']!r} contradicts the gate status {gate['status']!r}",
+    )
     cclass = r.get("compute_class")
-    _need(cclass is None or cclass in COMPUTE_CLASSES, file, "compute_class",
-          f"expected one of {list(COMPUTE_CLASSES)} or null, got {cclass!r}")
+    _need(
+        cclass is None or cclass in COMPUTE_CLASSES,
+        file,
+        "compute_class",
+        f"expected one of {list(COMPUTE_CLASSES)} or null, got {cclass!r}",
+    )
     for key, hi in (("T", 100.0), ("S", 1.0), ("C", 1.0), ("w_s", 1.0), ("w_c", 1.0)):
         v = r.get(key)
-        _need(v is None or (_num(v) and 0.0 <= v <= hi), file, key, f"expected a number in [0, {hi:g}] or null, got {v!r}")
+        _need(
+            v is None or (_num(v) and 0.0 <= v <= hi),
+            file,
+            key,
+            f"expected a number in [0, {hi:g}] or null, got {v!r}",
+        )
     versions = r["versions"]
-    _need(isinstance(versions, dict) and isinstance(versions.get("scoring"), dict), file, "versions",
-          "expected {scoring, model}")
+    _need(
+        isinstance(versions, dict) and isinstance(versions.get("scoring"), dict),
+        file,
+        "versions",
+        "expected {scoring, model}",
+    )
     if r["rankable"]:
         _need(r["T"] is not None and r["C"] is not None, file, "T", "a rankable record needs a total")
-        _need(isinstance(versions.get("model"), str), file, "versions.model", "a rankable record names its model")
+        _need(
+            isinstance(versions.get("model"), str),
+            file,
+            "versions.model",
+            "a rankable record names its model",
+        )
     # The arithmetic, recomputed from the record's own numbers.
     if track == 7:
         _need(r["S"] is None, file, "S", "track 7 has no safety score")
         s = None
     elif track is not None:
         items = r.get("items")
-        _need(isinstance(items, dict) and all(isinstance(items.get(k), dict) for k in ITEMS), file, "items",
-              "expected NH, DUP and SPL areas")
+        _need(
+            isinstance(items, dict) and all(isinstance(items.get(k), dict) for k in ITEMS),
+            file,
+            "items",
+            "expected NH, DUP and SPL areas",
+        )
         for k in ITEMS:
             a = items[k]
-            _need(_num(a.get("value")) and 0.0 <= a["value"] <= 1.0, file, f"items.{k}.value",
-                  f"expected a number in [0, 1], got {a.get('value')!r}")
+            _need(
+                _num(a.get("value")) and 0.0 <= a["value"] <= 1.0,
+                file,
+                f"items.{k}.value",
+                f"expected a number in [0, 1], got {a.get('value')!r}",
+            )
         s, _ = safety_score({k: items[k]["value"] if items[k].get("reason") is None else None for k in ITEMS})
         _need(r["S"] == s, file, "S", f"{r['S']!r} is not the harmonic mean of the item areas ({s!r})")
         _need(r.get("w_s") == safety_weight(s), file, "w_s", "does not follow from S")

@@ -94,8 +94,17 @@ def rank_table(group: dict[str, Any]) -> Table:
         padding=0,
     )
     for col, justify in (
-        ("place", "right"), ("team", "left"), ("ok?", "left"), ("weakest", "left"), ("P/N", "right"),
-        ("S", "right"), ("C", "right"), ("T", "right"), ("class", "left"), ("eff.", "right"), ("note", "right"),
+        ("place", "right"),
+        ("team", "left"),
+        ("ok?", "left"),
+        ("weakest", "left"),
+        ("P/N", "right"),
+        ("S", "right"),
+        ("C", "right"),
+        ("T", "right"),
+        ("class", "left"),
+        ("eff.", "right"),
+        ("note", "right"),
     ):
         t.add_column(col, justify=justify, overflow="fold")
     for k, row in enumerate(group["rows"], 1):
@@ -117,5 +126,5 @@ def rank_table(group: dict[str, Any]) -> Table:
 
 
 def rank_notes(group: dict[str, Any]) -> list[str]:
-    """The notes the table refers to as ``[k]``, one line each."""
+    """Return the notes the table refers to as ``[k]``, one line each."""
     return [f"[{k}] {row['team']}: {row['note']}" for k, row in enumerate(group["rows"], 1) if row["note"]]

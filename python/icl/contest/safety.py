@@ -80,7 +80,7 @@ def total_unrounded(s: float, c: float) -> float:
 
 
 def _decimal(x: float) -> Decimal:
-    """The decimal a float stands for: its shortest repr (``0.50045``, not ``0.500449999...``)."""
+    """Return the decimal a float stands for: its shortest repr (``0.50045``, not ``0.500449...``)."""
     return Decimal(repr(float(x)))
 
 

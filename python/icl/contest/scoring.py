@@ -143,7 +143,7 @@ def score_items(items: Any) -> tuple[dict[str, ItemArea], list[str]]:
 
 
 def weakest(areas: dict[str, ItemArea]) -> ItemArea:
-    """The item with the lowest area (ties: rule order NH, DUP, SPL)."""
+    """Return the item with the lowest area (ties: rule order NH, DUP, SPL)."""
     return min((areas[k] for k in ITEMS), key=lambda a: a.value)
 
 

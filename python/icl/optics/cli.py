@@ -45,8 +45,8 @@ def render_cmd(spec: Path, output: Path, fft_factor: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from icl.io import load_json, output_target, write_json, write_npz
     from icl.errors import InputError
+    from icl.io import load_json, output_target, write_json, write_npz
     from icl.optics import Sampling, Scene, render
     from icl.optics.model import MAX_RENDER_BYTES, render_memory_estimate
 
@@ -72,7 +72,7 @@ def render_cmd(spec: Path, output: Path, fft_factor: float) -> None:
     )
     ledger = {
         "units": LEDGER_UNITS,
-        "sources": {s.id: led for s, led in zip(scene.sources, res.ledgers)},
+        "sources": {s.id: led for s, led in zip(scene.sources, res.ledgers, strict=True)},
         "total": res.ledger,
         "sampling": res.sampling,
         "scene": scene.to_dict(),

@@ -58,7 +58,7 @@ def _num(
 
 
 def _typed(value: Any, field_name: str, file: str | None) -> float:
-    """A JSON number as float (type and finiteness only; ranges are the dataclasses' business)."""
+    """Return a JSON number as float (type and finiteness only; ranges are the dataclasses' business)."""
     return _num(value, field_name, file)
 
 
@@ -182,7 +182,11 @@ class Pupil:
     icl: ICL | None = field(default_factory=ICL)
 
     def __post_init__(self) -> None:
-        _set(self, "diameter_mm", _num(self.diameter_mm, "diameter_mm", None, lo=0, lo_open=True, hi=MAX_PUPIL_MM))
+        _set(
+            self,
+            "diameter_mm",
+            _num(self.diameter_mm, "diameter_mm", None, lo=0, lo_open=True, hi=MAX_PUPIL_MM),
+        )
         _set(self, "eye_excess_d", _num(self.eye_excess_d, "eye_excess_d", None))
         if self.icl is not None and not isinstance(self.icl, ICL):
             raise InputError(f"expected an ICL or None, got {type(self.icl).__name__}", None, "icl")
@@ -201,7 +205,7 @@ class Pupil:
             return cls(**kw)
 
     def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
-        """Complex pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m) (:mod:`icl.optics.thin`)."""
+        """Complex pupil on an n x n grid of pitch ``du`` (m) at ``wavelength`` (m) (icl.optics.thin)."""
         from icl.optics.thin import pupil_field
 
         return pupil_field(self, n, du, wavelength)
@@ -283,7 +287,11 @@ class Extent:
         if self.kind not in EXTENT_KINDS:
             raise InputError(f"must be one of {list(EXTENT_KINDS)}, got {self.kind!r}", None, "kind")
         if self.kind == "disk":
-            _set(self, "diameter_arcmin", _num(self.diameter_arcmin, "diameter_arcmin", None, lo=0, lo_open=True))
+            _set(
+                self,
+                "diameter_arcmin",
+                _num(self.diameter_arcmin, "diameter_arcmin", None, lo=0, lo_open=True),
+            )
         elif self.diameter_arcmin != 0.0:
             raise InputError(f"a {self.kind} extent has no diameter", None, "diameter_arcmin")
         if self.kind == "image":
@@ -378,7 +386,10 @@ class Source:
             if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
                 raise InputError("expected (wavelength_nm, weight)", None, f"spectrum[{i}]")
             pairs.append(
-                (_num(pair[0], f"spectrum[{i}][0]", None, lo=lo, hi=hi), _num(pair[1], f"spectrum[{i}][1]", None, lo=0))
+                (
+                    _num(pair[0], f"spectrum[{i}][0]", None, lo=lo, hi=hi),
+                    _num(pair[1], f"spectrum[{i}][1]", None, lo=0),
+                )
             )
         _set(self, "spectrum", tuple(pairs))
         if not isinstance(self.extent, Extent):
@@ -455,11 +466,14 @@ class Scene:
             raise InputError("expected a pupil model with a positive diameter_mm", None, "pupil")
         need = render_memory_estimate(self)
         if need > MAX_RENDER_BYTES:
-            far = max(self.sources, key=lambda s: max(abs(s.x_arcmin), abs(s.y_arcmin)) + s.extent.radius_arcmin)
+            far = max(
+                self.sources, key=lambda s: max(abs(s.x_arcmin), abs(s.y_arcmin)) + s.extent.radius_arcmin
+            )
             raise InputError(
-                f"rendering needs about {need / 2**30:.3g} GiB, more than the {MAX_RENDER_BYTES / 2**30:g} GiB "
-                f"cap: the support window reaches the farthest source ({far.id} at "
-                f"({far.x_arcmin:g}, {far.y_arcmin:g}) arcmin); move it closer or use a coarser detector pitch",
+                f"rendering needs about {need / 2**30:.3g} GiB, more than the "
+                f"{MAX_RENDER_BYTES / 2**30:g} GiB cap: the support window reaches the farthest source "
+                f"({far.id} at ({far.x_arcmin:g}, {far.y_arcmin:g}) arcmin); move it closer or use a "
+                "coarser detector pitch",
                 None,
                 "sources",
             )

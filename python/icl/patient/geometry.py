@@ -128,7 +128,9 @@ class _Polyline:
         pts = np.column_stack([fx, fy])
         _, v = self.vertices.query(pts)
         near = np.column_stack([np.clip(v - 1, 0, nseg - 1), np.clip(v, 0, nseg - 1)])
-        u = _segment_distance(fx[:, None], fy[:, None], x0[near], y0[near], dx[near], dy[near], ll[near]).min(axis=1)
+        u = _segment_distance(fx[:, None], fy[:, None], x0[near], y0[near], dx[near], dy[near], ll[near]).min(
+            axis=1
+        )
         cand = self.mids.query_ball_point(pts, u + self.half)
         counts = np.fromiter(map(len, cand), dtype=np.intp, count=len(cand))
         k = np.fromiter(chain.from_iterable(cand), dtype=np.intp, count=int(counts.sum()))
@@ -149,7 +151,7 @@ class CurveCache:
         self._samples: dict[tuple[int, int], tuple[Any, np.ndarray]] = {}
 
     def polyline(self, points: Any) -> _Polyline:
-        """The :class:`_Polyline` of a ``points_deg`` list."""
+        """Return the :class:`_Polyline` of a ``points_deg`` list."""
         hit = self._polylines.get(id(points))
         if hit is None or hit[0] is not points:
             hit = (points, _Polyline(np.asarray(points, dtype=float)))

@@ -64,14 +64,19 @@ def check_answers(rec: Mapping[str, Any]) -> tuple[str, str] | None:
             return where, f"answers of this record are keyed by its condition {cond!r}"
         item = items.get(item_id)
         if item is None:
-            return where, f"{item_id!r} is not an item of condition {cond} (questionnaire.json: {sorted(items)})"
+            return (
+                where,
+                f"{item_id!r} is not an item of condition {cond} (questionnaire.json: {sorted(items)})",
+            )
         if ans["code"] != "answered":
             continue
         v, kind = ans["value"], item["kind"]
         if kind == "choice" and v not in item["options"]:
             return f"{where}.value", f"{v!r} is not one of the options {item['options']}"
         if kind == "scale" and not (
-            isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer()
+            isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and float(v).is_integer()
             and item["min"] <= v <= item["max"]
         ):
             return f"{where}.value", f"expected an integer {item['min']}-{item['max']}, got {v!r}"
@@ -81,11 +86,17 @@ def check_answers(rec: Mapping[str, Any]) -> tuple[str, str] | None:
     if presence is not None and presence["code"] == "answered":
         implied = "present" if presence["value"] == "yes" else "absent"
         if rec["presence"] != implied:
-            return "presence", f"{rec['presence']!r} contradicts the answer {presence['value']!r} to {cond}.presence"
+            return (
+                "presence",
+                f"{rec['presence']!r} contradicts the answer {presence['value']!r} to {cond}.presence",
+            )
     for item_id in ("visibility", "bother", "impact_7d"):
         ans = answers.get(f"{cond}.{item_id}")
         if ans is not None and ans["code"] == "answered" and rec["symptoms"].get(item_id) != ans["value"]:
-            return f"symptoms.{item_id}", f"{rec['symptoms'].get(item_id)!r} contradicts the answer {ans['value']!r}"
+            return (
+                f"symptoms.{item_id}",
+                f"{rec['symptoms'].get(item_id)!r} contradicts the answer {ans['value']!r}",
+            )
     return None
 
 
@@ -130,7 +141,7 @@ DEG_LIMIT = 90.0  # the schemas' "deg" range
 
 
 def _plain_points(points: Any) -> bool:
-    """True for a ``points_deg`` value the schemas accept: 2-2000 pairs of numbers in [-90, 90]."""
+    """Tell whether a ``points_deg`` value is one the schemas accept: 2-2000 pairs in [-90, 90] deg."""
     if not isinstance(points, list) or not 2 <= len(points) <= MAX_POINTS:
         return False
     for pair in points:

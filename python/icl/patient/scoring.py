@@ -20,11 +20,11 @@ from scipy.optimize import linear_sum_assignment
 from icl.errors import InputError
 from icl.patient.geometry import (
     CURVE_POINTS,
-    CurveCache,
     FRAME_DEG,
     RASTER_DEFAULT,
     RASTER_MAX,
     RASTER_MIN,
+    CurveCache,
     band_mask,
     chamfer_distance,
     curve_samples,
@@ -136,8 +136,8 @@ def match_features(
 
     A pair costs ``1 - IoU`` of the two single-feature bands and exists only when both name the same source; a
     feature left unmatched costs 1. Ties in IoU are broken by the curves' mean distance (weight < 1e-9), so
-    the matching does not depend on the order of the features. Solved on the usual square extension (real pairs, one "unmatched" slot per
-    feature) with :func:`scipy.optimize.linear_sum_assignment`.
+    the matching does not depend on the order of the features. Solved on the usual square extension (real
+    pairs, one "unmatched" slot per feature) with :func:`scipy.optimize.linear_sum_assignment`.
 
     Returns
     -------
@@ -148,7 +148,12 @@ def match_features(
     if npred == 0 or nref == 0:
         return []
     masks.prepare_chamfers(
-        [(p, r) for p in pred for r in ref if p["source_id"] == r["source_id"] and p["source_id"] != UNCERTAIN]
+        [
+            (p, r)
+            for p in pred
+            for r in ref
+            if p["source_id"] == r["source_id"] and p["source_id"] != UNCERTAIN
+        ]
     )
     size = npred + nref
     cost = np.full((size, size), _FORBIDDEN)
@@ -533,7 +538,9 @@ def fine_check_reasons(pred: Mapping[str, Any], rec: Mapping[str, Any], n: int) 
     return sorted(why)
 
 
-def selection_bias(reports: Reports, eligible: Mapping[str, Mapping[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+def selection_bias(
+    reports: Reports, eligible: Mapping[str, Mapping[str, list[dict[str, Any]]]]
+) -> dict[str, Any]:
     """Compare the records the exclusions keep with those they drop.
 
     Excluded reports are not "no halo": if exclusions fall mostly on one kind of report (those that saw
