@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ class Template:
     truth: dict
     undeterminable: tuple[str, ...]
     ood: str
+    ood_ranges: dict = field(default_factory=dict)  # file.name -> [low, high] in the OOD instances
 
     @property
     def auto_checks(self) -> tuple[Check, ...]:
@@ -124,7 +125,7 @@ def _semantic(data: dict[str, Any], file: str) -> Catalog:
             checks.append(Check(**c))
         templates.append(Template(t["id"], t["group"], t["title"], t["difficulty"], tuple(t["inputs"]),
                                   tuple(t["deliverables"]), tuple(checks), dict(t["truth"]),
-                                  tuple(t["undeterminable"]), t["ood"]))
+                                  tuple(t["undeterminable"]), t["ood"], dict(t["ood_ranges"])))
     expected = {f"{g}0{k}" for g in GROUPS for k in range(1, 7)}
     if seen != expected:
         raise InputError(f"templates must be exactly A01-F06; missing {sorted(expected - seen)}", file, "templates")

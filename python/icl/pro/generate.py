@@ -43,6 +43,12 @@ N_EYES = {"train": 4, "dev": 4, "test": 8, "ood": 3}
 N_FAMILIES = {"train": 2, "dev": 2, "test": 4, "ood": 2}
 DET_N, DET_PITCH = 128, 6.0  # small detector: +-6.4 arcmin, Nyquist for pupils up to ~7 mm at 450 nm
 NAVARRO = "Escudero-Sanz & Navarro (1999) schematic eye"
+LENS_SPHERICAL = ("; spherical: the schematic eye's crystalline-lens asphericities (conic -0.94 front, +0.96 "
+                  "back) are dropped")
+CENTRAL_PORT = ("documented product value: central port (KS-AquaPORT) of the Visian ICL V4c / EVO, 0.36 mm "
+                "(Shimizu K. et al., Br J Ophthalmol 2012;96:409-412; STAAR Surgical)")
+COLLAMER_INDEX = ("documented product value: refractive index of Collamer, 1.45 (STAAR Surgical Visian ICL "
+                  "product information); dispersion not modelled")
 LAYERS = ["tear_film", "cornea", "anterior_chamber", "iris_pupil", "icl", "posterior_chamber_gap",
           "crystalline_lens", "vitreous", "retina"]
 
@@ -140,9 +146,9 @@ def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=
            "cornea_index": param(e["cornea_index"], "1", NAVARRO + " (550 nm)", "documented"),
            "aqueous_index": param(e["aqueous_index"], "1", NAVARRO + " (550 nm)", "documented"),
            "anterior_chamber_depth": param(e["anterior_chamber_depth"], "mm", se + "; corneal epithelium to crystalline lens anterior pole on the visual axis", uncertainty=0.02),
-           "lens_anterior_radius": param(e["lens_anterior_radius"], "mm", se, uncertainty=0.2),
+           "lens_anterior_radius": param(e["lens_anterior_radius"], "mm", se + LENS_SPHERICAL, uncertainty=0.2),
            "lens_thickness": param(e["lens_thickness"], "mm", se, uncertainty=0.02),
-           "lens_posterior_radius": param(e["lens_posterior_radius"], "mm", se, uncertainty=0.2),
+           "lens_posterior_radius": param(e["lens_posterior_radius"], "mm", se + LENS_SPHERICAL, uncertainty=0.2),
            "lens_index": param(e["lens_index"], "1", NAVARRO + " (homogeneous equivalent)", "documented"),
            "vitreous_index": param(e["vitreous_index"], "1", NAVARRO, "documented"),
            "axial_length": param(e["axial_length"], "mm", se, uncertainty=0.02),
@@ -154,16 +160,21 @@ def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=
                                     "so that the ICL gives the stated thin_power"),
            "posterior_radius": param(f["posterior_radius"], "mm", sf),
            "central_thickness": param(f["central_thickness"], "mm", sf),
-           "index": param(f["index"], "1", sf),
+           "index": (param(f["index"], "1", COLLAMER_INDEX, "documented") if f["index"] == 1.45
+                     else param(f["index"], "1", sf)),
            "vault": param(f["vault"], "mm", sf + "; ICL posterior vertex to crystalline lens anterior pole", uncertainty=0.03),
            "thin_power": param(f["thin_power"], "D", sd + ": refraction without minus refraction with the ICL"),
            "cylinder": param(0.0, "D", sf), "cylinder_axis": param(0.0, "deg", sf),
            "decentre_x": param(0.0, "mm", sf, uncertainty=0.02), "decentre_y": param(0.0, "mm", sf, uncertainty=0.02),
            "optic_zone_diameter": param(f["optic_zone"], "mm", sf),
-           "hole_diameter": param(f["hole"], "mm", sf), "hole_model": param("clear", "", sf)}
+           "hole_diameter": (param(f["hole"], "mm", CENTRAL_PORT, "documented") if f["hole"] == 0.36
+                             else param(f["hole"], "mm", sf)),
+           "hole_model": param("clear", "", sf)}
     for k, v in over.items():
         if k not in imp:
             raise KeyError(k)
+        if imp[k]["status"] == "documented" and v != imp[k]["value"]:
+            imp[k].update(status="synthetic", source=sf + "; set by this case")
         imp[k]["value"] = v
     if imp["cylinder"]["value"]:
         imp["cylinder"]["source"] = ("thin-phase toric term of this case, not in the spherical radii "
@@ -204,30 +215,71 @@ class Ctx:
     f: dict
     eid: str
     fid: str
+    ood: bool = False
 
     def pkg(self, **kw: Any) -> dict:
         return make_package(self.e, self.f, self.eid, self.fid, **kw)
 
 
+VISUAL = ("images are in visual coordinates (+x right, +y up as the observer sees them; detector row i grows "
+          "with +y, column j with +x): a source at +x appears at +x, and a minus ICL decentred by +c mm shifts "
+          "the light through it by -thin_power * c (radians) toward +c (Prentice's rule, 'with motion')")
+THIN_MODEL = {
+    "engine": "thin-phase pupil model",
+    "pupil_plane": "thin model: the ICL, its central hole and its optic zone are coplanar with the pupil "
+                   "(diameter eye.pupil_diameter) at their stated diameters and decentres; the cornea's "
+                   "magnification of the ICL plane is not modelled",
+    "powers": "eye.thin_eye_excess and implant.thin_power (and implant.cylinder, acting perpendicular to "
+              "implant.cylinder_axis) are refractions at the corneal vertex applied as quadratic phases "
+              "W = -(K/2) r^2 in that plane; light through the hole or outside the optic zone sees the eye "
+              "excess only",
+    "dispersion": "none: no index or power depends on wavelength; wavelength enters through diffraction only "
+                  "(the eye's chromatic aberration is known and omitted)",
+    "fresnel": "no reflection losses",
+    "visual_frame": VISUAL,
+}
+THICK_MODEL = {
+    "engine": "thick sequential eye, traced (paths through the optic, the hole and outside the optic zone), "
+              "far field of the traced pupil field",
+    "surfaces": "conic cornea front (eye.cornea_anterior_conic), spherical cornea back, spherical ICL surfaces "
+                "(implant radii, thickness, index, vault), spherical crystalline lens (the schematic eye's lens "
+                "asphericities are dropped), retina at eye.axial_length",
+    "stop": "the iris rests on the ICL: the aperture stop lies in the plane of the ICL anterior vertex; "
+            "eye.pupil_diameter is the entrance pupil diameter (the stop seen through the cornea)",
+    "hole": "a cylinder of implant.hole_diameter through the optic along its axis; a clear hole is filled "
+            "with aqueous; the hole footprint on the entrance pupil is traced (the cornea magnifies it)",
+    "dispersion": "none: constant indices of the package",
+    "fresnel": "off: no reflection losses at any surface, so the energy checks isolate the hole",
+    "visual_frame": VISUAL,
+}
+
+
 def _render(b: Built, name: str, pkg: dict, thick: bool = False) -> tuple[np.ndarray, dict, np.ndarray]:
-    """Reference PSF of one case: thin-phase by default, the thick sequential eye when ``thick``."""
+    """Reference PSF of one case: thin-phase by default, the thick sequential eye when ``thick``.
+
+    The model of the reference is stated in task.json (``model``); a thick case whose pupil reaches past the
+    optic zone is an error, never a silent switch of engine.
+    """
     b.cases[name] = pkg
-    if thick and _edge_free(pkg):
+    if thick:
         from icl.pro import thick as th
 
+        if not _edge_free(pkg):
+            raise ValueError(f"case {name}: the pupil reaches past the optic zone; thick references need it inside")
         img, ledger, axis = th.render_thick(pkg)
         b.engines[name] = th.ENGINE
+        b.task["model"] = THICK_MODEL
     else:
         img, ledger, axis = ref.render_psf(scene_from_package(pkg))
         b.engines[name] = ref.ENGINE
+        b.task.setdefault("model", THIN_MODEL)
     b.psf[name] = img
     return img, ledger, axis
 
 
 def _edge_free(pkg: dict) -> bool:
-    """True when no light passes outside the optic zone (pupil within the zone; the cornea only magnifies
-    the zone's footprint on the entrance pupil). Light through the edge is defocused by the whole myopia and
-    aliases on the reference window, so such cases keep the thin-phase engine.
+    """True when no light passes outside the optic zone: the entrance pupil's footprint at the ICL (smaller
+    than the pupil: the beam converges behind the cornea) lies within the zone.
     """
     return pkg["eye"]["pupil_diameter"]["value"] <= pkg["implant"]["optic_zone_diameter"]["value"]
 
@@ -248,10 +300,19 @@ def a01(c: Ctx) -> Built:
     b.cases["base"] = p
     e, f = c.e, c.f
     ant = e["anterior_chamber_depth"] - f["vault"] - f["central_thickness"]
-    b.task = {"vocabulary": sorted(LAYERS)}
-    b.refs = {"A01.1": {"case": "base", "value": LAYERS, "key_pair": ["icl", "crystalline_lens"]},
+    # A ray parallel to the axis through the hole (its height at the ICL is at most 0.6 of the hole radius
+    # even before the cornea bends it inward) or through the optic (well outside the hole, inside the pupil).
+    through_hole = bool(c.rng.integers(0, 2))
+    h = round(float(c.rng.uniform(0.0, 0.3 * f["hole"])) if through_hole else float(c.rng.uniform(0.5, 1.0)), 3)
+    layers = [("icl_central_hole" if through_hole and x == "icl" else x) for x in LAYERS]
+    # Axial clearance between the ICL back surface and the lens front surface at a radial height (spheres).
+    hc = round(float(c.rng.uniform(1.0, 2.0)), 2)
+    clear = f["vault"] + float(ref.conic_sag(hc, e["lens_anterior_radius"], 0.0)) - float(
+        ref.conic_sag(hc, f["posterior_radius"], 0.0))
+    b.task = {"vocabulary": sorted(LAYERS + ["icl_central_hole"]), "ray_height_mm": h, "clearance_height_mm": hc}
+    b.refs = {"A01.1": {"case": "base", "value": layers, "key_pair": [layers[4], "crystalline_lens"]},
               "A01.2": {"case": "base", "value": ant - e["cornea_thickness"]},
-              "A01.3": {"case": "base", "value": f["vault"]}}
+              "A01.3": {"case": "base", "value": clear}}
     return b
 
 
@@ -277,6 +338,7 @@ def a03(c: Ctx) -> Built:
     p = c.pkg()
     b.cases["base"] = p
     d, pupil, k, lam = c.f["hole"], c.e["pupil_diameter"], -c.e["refraction"], _lam(p)
+    b.task = {"model": THIN_MODEL}
     b.refs = {"A03.1": {"case": "base", "value": (d / pupil) ** 2},
               "A03.2": {"case": "base", "value": (d * 0.5e-3) ** 2 * k / (lam * 1e-9)},
               "A03.3": {"case": "base", "value": d * 1e-3 * k * ref.RAD_TO_ARCMIN}}
@@ -288,13 +350,36 @@ UNKNOWABLE = ["eye.cornea_posterior_radius", "eye.lens_anterior_radius", "eye.le
               "implant.vault", "eye.pupil_diameter"]
 
 
+_EYE_TRACE = {"eye.cornea_anterior_radius", "eye.cornea_posterior_radius", "eye.cornea_thickness",
+              "eye.anterior_chamber_depth", "eye.lens_anterior_radius", "eye.lens_posterior_radius",
+              "eye.lens_thickness"}
+_ICL_TRACE = {"implant.anterior_radius", "implant.posterior_radius", "implant.central_thickness", "implant.vault"}
+# Derived quantities and the parameters each needs (the definitions in task.json say how each is computed).
+A04_DERIVED = {
+    "icl_to_endothelium_mm": ({"eye.cornea_thickness", "eye.anterior_chamber_depth", "implant.vault",
+                               "implant.central_thickness"},
+                              "axial distance from the corneal endothelium to the ICL anterior vertex"),
+    "eye_power_d": (_EYE_TRACE, "equivalent power of the eye without the ICL, paraxial trace of its surfaces"),
+    "refraction_without_icl_d": (_EYE_TRACE | {"eye.axial_length"},
+                                 "ocular refraction at the corneal vertex without the ICL, paraxial trace"),
+    "refraction_with_icl_d": (_EYE_TRACE | _ICL_TRACE | {"eye.axial_length"},
+                              "ocular refraction at the corneal vertex with the ICL, paraxial trace of every "
+                              "surface (not from thin_power)"),
+    "hole_area_fraction": ({"eye.pupil_diameter"}, "thin model: hole area over pupil area"),
+    "icl_posterior_vertex_depth_mm": ({"eye.anterior_chamber_depth", "implant.vault"},
+                                      "depth of the ICL posterior vertex below the corneal epithelium"),
+}
+
+
 def a04(c: Ctx) -> Built:
     b = Built()
     unknown = sorted(c.rng.choice(UNKNOWABLE, size=int(c.rng.integers(2, 5)), replace=False).tolist())
     p = c.pkg(unknown=unknown)
     b.cases["base"] = p
     sources = sorted({v["source"] for fobj in p.values() for v in fobj.values() if isinstance(v, dict) and "source" in v})
-    b.refs = {"A04.1": {"case": "base", "value": unknown},
+    blocked = sorted(k for k, (needs, _) in A04_DERIVED.items() if needs & set(unknown))
+    b.task = {"derived_quantities": {k: text for k, (_, text) in A04_DERIVED.items()}}
+    b.refs = {"A04.1": {"case": "base", "value": blocked},
               "A04.2": {"case": "base", "guarded": unknown + [k for k in UNKNOWABLE if k.startswith("implant.")],
                         "input_sources": sources}}
     return b
@@ -306,7 +391,7 @@ A05_VOCAB = ["axial_length", "corneal_power", "crystalline_lens_power", "pupil_d
 
 def a05(c: Ctx) -> Built:
     b = Built()
-    rx, kc, sep = c.e["refraction"], 43.0 + c.rng.uniform(-2, 2), 5.7
+    rx, kc, sep = c.e["refraction"], ref.equivalent_power_d(eye_surfaces(c.e)[:2]), 5.7
     lens_lo, lens_hi = 19.0, 23.0
     given = {"refraction", "corneal_power"} | set(c.rng.choice(["pupil_diameter", "higher_order_aberrations", "tear_film"],
                                                                size=int(c.rng.integers(0, 3)), replace=False).tolist())
@@ -319,7 +404,13 @@ def a05(c: Ctx) -> Built:
 
     true_fl = c.rng.uniform(lens_lo, lens_hi)
     corners = [axial(fc, fl) for fc in (kc - 0.25, kc + 0.25) for fl in (lens_lo, lens_hi)]
-    p = c.pkg()
+    # The package withholds what the task says the inputs cannot determine (axial length, the lens that
+    # sets the crystalline power, the pupil unless it is given); its cornea gives the stated corneal power.
+    hidden = ["eye.axial_length", "eye.lens_anterior_radius", "eye.lens_posterior_radius", "eye.lens_thickness",
+              "eye.lens_index", "implant.thin_power", "implant.anterior_radius"]
+    if "pupil_diameter" not in given:
+        hidden.append("eye.pupil_diameter")
+    p = c.pkg(unknown=hidden)
     b.cases["base"] = p
     b.task = {"reduced_eye": "thin cornea of power K (D) in air, thin crystalline lens of power F_L (D) 5.7 mm behind it, "
                              "medium index 1.336 behind the cornea; axial length from the cornea to the image of the "
@@ -343,7 +434,7 @@ def a06(c: Ctx) -> Built:
     b.cases["base"] = p
     oz = c.f["optic_zone"]
     edge = ["yes" if d / 2 > oz / 2 - math.hypot(*dec) else "no" for d in pupils]
-    b.task = {"order": ["photopic", "mesopic", "scotopic"], "vocabulary": ["yes", "no"]}
+    b.task = {"order": ["photopic", "mesopic", "scotopic"], "vocabulary": ["yes", "no"], "model": THIN_MODEL}
     b.refs = {"A06.1": {"case": "base", "value": [(c.f["hole"] / d) ** 2 for d in pupils]},
               "A06.2": {"case": "base", "value": edge}}
     return b
@@ -368,8 +459,12 @@ def b02(c: Ctx) -> Built:
     b.cases["base"] = c.pkg()
     n = {"air": 1.0, "cornea": c.e["cornea_index"], "aqueous": c.e["aqueous_index"], "icl": c.f["index"],
          "crystalline_lens": c.e["lens_index"], "vitreous": c.e["vitreous_index"]}
-    r = [ref.fresnel_r(n[a], n[z]) for a, z in INTERFACES]
-    b.task = {"interfaces": [f"{a}|{z}" for a, z in INTERFACES]}
+    # Each interface is met at its own angle of incidence (an oblique ray): the reflectances depend on the
+    # instance, not only on the media.
+    angles = [round(float(c.rng.uniform(0.0, 35.0)), 1) for _ in INTERFACES]
+    r = [ref.fresnel_unpolarised(n[a], n[z], th) for (a, z), th in zip(INTERFACES, angles)]
+    b.task = {"interfaces": [f"{a}|{z}" for a, z in INTERFACES], "incidence_deg": angles}
+    # Ghost between the two ICL surfaces (adjacent: no interface between them) relative to the direct beam.
     b.refs = {"B02.1": {"case": "base", "value": r}, "B02.2": {"case": "base", "value": r[2] * r[3]},
               "B02.3": {"case": "base", "value": float(np.prod([1 - x for x in r]))}}
     return b
@@ -402,7 +497,7 @@ def b05(c: Ctx) -> Built:
     _render(b, "base", c.pkg(decentre_x=dec[0], decentre_y=dec[1]))
     k = c.f["thin_power"]
     b.refs = {"B05.1": {"case": "base", "value": math.hypot(*dec) * 0.1 * abs(k)},
-              "B05.2": {"case": "base", "value": [k * d * 1e-3 * ref.RAD_TO_ARCMIN for d in dec]},
+              "B05.2": {"case": "base", "value": [ref.prentice_shift_arcmin(k, d) for d in dec]},
               "B05.3": {"cases": ["base"]}}
     return b
 
@@ -446,7 +541,10 @@ def c02(c: Ctx) -> Built:
 def c03(c: Ctx) -> Built:
     b = Built()
     cyl, axis = round(float(c.rng.uniform(0.4, 0.8)), 2), round(float(c.rng.uniform(0, 180)), 1)
-    img, led, ax = _render(b, "base", c.pkg(hole_model="solid", thin_power=c.e["refraction"] - cyl / 2,
+    # A residual sphere beside the cylinder: with a zero spherical equivalent the blur is round and the
+    # second moments have no major axis.
+    sph = round(float(c.rng.choice([-1, 1]) * c.rng.uniform(0.3, 0.5)), 2)
+    img, led, ax = _render(b, "base", c.pkg(hole_model="solid", thin_power=c.e["refraction"] - cyl / 2 + sph,
                                             cylinder=cyl, cylinder_axis=axis))
     b.refs = {"C03.1": {"cases": ["base"]}, "C03.2": {"case": "base", "value": ref.orientation_deg(img, ax)},
               "C03.3": {"cases": {"base": _energy(led)}}}
@@ -465,16 +563,45 @@ def c04(c: Ctx) -> Built:
     return b
 
 
-def _hole_variants(c: Ctx, b: Built, positions: dict[str, list[float]], **kw: Any) -> dict[str, dict]:
+def min_rms_power(c: Ctx, pupil: float) -> tuple[float, dict[str, float]]:
+    """ICL thin power whose traced solid optic has no Zernike defocus over ``pupil`` (minimum-RMS focus).
+
+    Paraxial focus leaves the defocus that balances the eye's spherical aberration (about 0.3 waves at
+    3.5 mm), which would swamp the hole's effect; at minimum-RMS focus only the higher orders remain.
+    """
+    from icl.pro import thick as th
+
+    def defocus(tp: float) -> float:
+        return th.solid_wavefront_zernike(c.pkg(thin_power=tp, hole_model="solid", pupil_diameter=pupil))["defocus"]
+
+    x0, x1 = c.e["refraction"], c.e["refraction"] - 0.25
+    f0, f1 = defocus(x0), defocus(x1)
+    for _ in range(4):  # secant: the defocus term is nearly linear in the power
+        x0, f0, x1 = x1, f1, x1 - f1 * (x1 - x0) / (f1 - f0)
+        f1 = defocus(x1)
+        if abs(f1) < 1e-4:
+            break
+    terms = th.solid_wavefront_zernike(c.pkg(thin_power=x1, hole_model="solid", pupil_diameter=pupil))
+    return float(x1), terms
+
+
+def _hole_variants(c: Ctx, b: Built, positions: dict[str, list[float]], pupil: float) -> dict[str, dict]:
+    power, terms = min_rms_power(c, pupil)
     energy = {}
     for model in ("solid", "clear", "black", "index_matched"):
         for tag, pos in positions.items():
             name = f"{model}_{tag}" if len(positions) > 1 else model
             # Hole causality is a thick-eye question: the hole's footprint, its wall and the optic's real
             # surfaces are traced (icl.pro.thick), not folded into a thin phase.
-            _, led, _ = _render(b, name, c.pkg(hole_model=model, sources=[("L1", *pos, [[550.0, 1.0]])], **kw),
-                                thick=True)
+            pkg = c.pkg(hole_model=model, sources=[("L1", *pos, [[550.0, 1.0]])], pupil_diameter=pupil,
+                        thin_power=power)
+            _, led, _ = _render(b, name, pkg, thick=True)
             energy[name] = _energy(led)
+    b.task["model"] = dict(THICK_MODEL, focus=(
+        "implant.anterior_radius is solved so that the traced on-axis wavefront of the solid optic over the "
+        "entrance pupil (550 nm) has no Zernike defocus Z(2,0): minimum-RMS focus, not paraxial focus; what "
+        f"remains is spherical aberration, Z(4,0) = {terms['spherical']:.4f} and Z(6,0) = "
+        f"{terms['secondary_spherical']:.4f} waves (RMS {terms['rms']:.4f} waves)"))
     return energy
 
 
@@ -485,7 +612,8 @@ def _rel_l1(a: np.ndarray, bb: np.ndarray) -> float:
 def c05(c: Ctx) -> Built:
     b = Built()
     off = [round(float(c.rng.uniform(1.5, 3.0)), 2), round(float(c.rng.uniform(-1.0, 1.0)), 2)]
-    energy = _hole_variants(c, b, {"on": [0.0, 0.0], "off": off})
+    # Out of distribution: the larger hole with a 2.5 mm pupil (the pupil stays inside the optic zone).
+    energy = _hole_variants(c, b, {"on": [0.0, 0.0], "off": off}, 2.5 if c.ood else c.e["pupil_diameter"])
     b.refs = {"C05.1": {"cases": sorted(b.cases)}, "C05.2": {"cases": energy},
               "C05.3": {"equal": [["index_matched_on", "solid_on"], ["index_matched_off", "solid_off"]],
                         "differ": [["clear_on", "solid_on", _rel_l1(b.psf["clear_on"], b.psf["solid_on"])]]}}
@@ -512,13 +640,13 @@ def d01(c: Ctx) -> Built:
     _render(b, "centred", c.pkg(thin_power=k))
     _render(b, "decentred", c.pkg(thin_power=k, decentre_x=dec[0], decentre_y=dec[1]))
     b.refs = {"D01.1": {"cases": ["decentred"]},
-              "D01.2": {"case": "decentred", "value": [k * d * 1e-3 * ref.RAD_TO_ARCMIN for d in dec]}}
+              "D01.2": {"case": "decentred", "value": [ref.prentice_shift_arcmin(k, d) for d in dec]}}
     return b
 
 
 def d02(c: Ctx) -> Built:
     b = Built()
-    energy = _hole_variants(c, b, {"on": [0.0, 0.0]}, pupil_diameter=round(float(c.rng.uniform(2.5, 3.5)), 2))
+    energy = _hole_variants(c, b, {"on": [0.0, 0.0]}, round(float(c.rng.uniform(2.5, 3.5)), 2))
     rec = {k: v["recorded"] for k, v in energy.items()}
     b.refs = {"D02.1": {"cases": sorted(b.cases)},
               "D02.2": {"case": "solid", "value": [rec[m] - rec["solid"] for m in ("clear", "black", "index_matched")]},
@@ -546,24 +674,41 @@ def _rotate(v: list[float], quarter: int) -> list[float]:
     return [round(v[0] * math.cos(a) - v[1] * math.sin(a), 12), round(v[0] * math.sin(a) + v[1] * math.cos(a), 12)]
 
 
+# Pairs of D04.3: (first case, second case, whether the second is the first rotated by the stated angle).
+D04_PAIRS = {"on_axis_all_rotated": ("on_base", "on_rotated", "yes"),
+             "off_axis_source_fixed": ("off_base", "off_rotated", "no"),
+             "off_axis_source_rotated": ("off_base", "off_rotated_source", "yes"),
+             "cylinder_axis_only": ("on_base", "on_cylinder_only", "no")}
+
+
 def d04(c: Ctx) -> Built:
     b = Built()
     quarter = int(c.rng.integers(1, 4))
     cyl, axis = round(float(c.rng.uniform(0.3, 0.6)), 2), round(float(c.rng.uniform(0, 90)), 1)
-    dec = [round(c.rng.uniform(-0.05, 0.05), 3), round(c.rng.uniform(-0.05, 0.05), 3)]
+    # At least 0.02 mm, so a decentre left unrotated moves the pattern by about half an arcmin or more.
+    rad, ang = float(c.rng.uniform(0.02, 0.05)), float(c.rng.uniform(0, 2 * math.pi))
+    dec = [round(rad * math.cos(ang), 3), round(rad * math.sin(ang), 3)]
     src = [round(float(c.rng.uniform(2.0, 3.0)), 2), 0.0]
-    rot = _rotate(dec, quarter)
+    rot, rot_src = _rotate(dec, quarter), _rotate(src, quarter)
+    axis_rot = (axis + 90 * quarter) % 180
     base = dict(hole_model="clear", cylinder=cyl, thin_power=c.e["refraction"] - cyl / 2)
-    _render(b, "on_base", c.pkg(cylinder_axis=axis, decentre_x=dec[0], decentre_y=dec[1], **base))
-    _render(b, "on_rotated", c.pkg(cylinder_axis=(axis + 90 * quarter) % 180, decentre_x=rot[0], decentre_y=rot[1], **base))
-    _render(b, "off_base", c.pkg(cylinder_axis=axis, decentre_x=dec[0], decentre_y=dec[1],
-                                 sources=[("L1", *src, [[550.0, 1.0]])], **base))
-    _render(b, "off_rotated", c.pkg(cylinder_axis=(axis + 90 * quarter) % 180, decentre_x=rot[0], decentre_y=rot[1],
-                                    sources=[("L1", *src, [[550.0, 1.0]])], **base))
-    b.task = {"rotation_deg": 90 * quarter, "pairs": {"on_axis": ["on_base", "on_rotated"], "off_axis": ["off_base", "off_rotated"]},
-              "vocabulary": ["yes", "no"], "order": ["on_axis", "off_axis"]}
+
+    def case(ax: float, d: list[float], s_xy: list[float] | None = None) -> dict:
+        sources = [("L1", *s_xy, [[550.0, 1.0]])] if s_xy else None
+        return c.pkg(cylinder_axis=ax, decentre_x=d[0], decentre_y=d[1], sources=sources, **base)
+
+    _render(b, "on_base", case(axis, dec))
+    _render(b, "on_rotated", case(axis_rot, rot))
+    _render(b, "off_base", case(axis, dec, src))
+    _render(b, "off_rotated", case(axis_rot, rot, src))
+    b.cases["off_rotated_source"] = case(axis_rot, rot, rot_src)
+    b.cases["on_cylinder_only"] = case(axis_rot, dec)
+    names = c.rng.choice(list(D04_PAIRS), 3, replace=False).tolist()  # two "yes" and two "no" types: both occur
+    b.task = {"rotation_deg": 90 * quarter, "pairs": {k: list(D04_PAIRS[k][:2]) for k in names},
+              "vocabulary": ["yes", "no"], "order": names}
     b.refs = {"D04.1": {"base": "on_base", "rotated": "on_rotated", "quarter_turns": quarter},
-              "D04.2": {"cases": ["off_base", "off_rotated"]}, "D04.3": {"case": "on_base", "value": ["yes", "no"]}}
+              "D04.2": {"cases": ["off_base", "off_rotated"]},
+              "D04.3": {"case": "on_base", "value": [D04_PAIRS[k][2] for k in names]}}
     return b
 
 
@@ -598,9 +743,15 @@ def d06(c: Ctx) -> Built:
 # ----------------------------------------------------------------------------- group E
 
 def _solution_scene(pkg: dict, sol: dict) -> dict:
-    scene = scene_from_package(pkg)
-    k = scene["pupil"]["eye_excess_d"]
-    scene["pupil"]["icl"].update(power_d=sol["residual_sphere_d"] - k, decentre_mm=list(sol["decentre_mm"]))
+    """Scene of one E01 parameter set: the package with the set's decentre and residual sphere, sources moved
+    by the fixation offset (through :func:`scene_from_package`, so in the visual frame)."""
+    import copy
+
+    q = copy.deepcopy(pkg)
+    k = q["eye"]["thin_eye_excess"]["value"]
+    q["implant"]["thin_power"]["value"] = sol["residual_sphere_d"] - k
+    q["implant"]["decentre_x"]["value"], q["implant"]["decentre_y"]["value"] = (float(v) for v in sol["decentre_mm"])
+    scene = scene_from_package(q)
     for s in scene["sources"]:
         s["x_arcmin"] += sol["fixation_offset_arcmin"][0]
         s["y_arcmin"] += sol["fixation_offset_arcmin"][1]
@@ -612,27 +763,79 @@ def exposed(img: np.ndarray, exposure: float) -> np.ndarray:
     return np.minimum(img * exposure, 1.0)
 
 
+# E01 queries: whether the clipped observation with the stated inputs determines each quantity. The residual
+# sphere (sign included: the hole's uncorrected light and the clipping break the sign symmetry) and the
+# total pattern shift are determined; decentre and fixation offset trade against each other.
+E01_QUERIES = {"residual_sphere_d": "determined", "residual_sphere_sign": "determined",
+               "pattern_shift_x_arcmin": "determined", "decentre_x_mm": "not_identifiable",
+               "fixation_offset_x_arcmin": "not_identifiable", "vault_mm": "not_identifiable",
+               "icl_anterior_radius_mm": "not_identifiable"}
+E01_STEPS = (0.036, 0.03, 0.024, 0.018, 0.012)  # mm, partner decentre steps tried in turn
+E01_TOLERANCE = 0.03  # the catalogue's E01.1 tolerance (relative L1 of the exposed images)
+# Extra measurements: exactly one that breaks the decentre/fixation trade is offered per instance.
+E01_BREAKERS = ["pupil_position_imaging", "retroillumination_of_icl_position", "purkinje_image_icl_centration"]
+E01_OTHERS = ["repeat_same_exposure", "longer_exposure", "through_focus_trial_lens", "narrower_spectral_filter",
+              "second_wavelength"]
+E01_MEASUREMENTS = {
+    "pupil_position_imaging": "image of the pupil with the ICL: measures the ICL centre against the pupil",
+    "retroillumination_of_icl_position": "retroillumination photograph: measures the ICL decentre in the pupil",
+    "purkinje_image_icl_centration": "Purkinje images of the ICL surfaces: measure the ICL decentre",
+    "repeat_same_exposure": "the same observation again",
+    "longer_exposure": "the same observation at a ten times longer exposure",
+    "through_focus_trial_lens": "observations with trial lenses of -0.5, 0 and +0.5 D in the spectacle plane",
+    "narrower_spectral_filter": "the same observation through a 10 nm filter",
+    "second_wavelength": "the same observation at 650 nm",
+}
+
+
 def e01(c: Ctx) -> Built:
     b = Built()
     k = c.e["refraction"]
-    p = c.pkg(thin_power=k)
+    # Out of distribution the pupil stays inside the 4.6 mm optic zone: light past the zone edge would
+    # locate the ICL and make the decentre identifiable.
+    p = c.pkg(thin_power=k, **({"pupil_diameter": 4.0} if c.ood else {}))
     b.cases["base"] = p
     dec = [round(float(c.rng.choice([-1, 1]) * c.rng.uniform(0.05, 0.1)), 3), 0.0]
     res = round(float(c.rng.choice([-1, 1]) * c.rng.uniform(0.3, 0.6)), 2)
     truth = {"decentre_mm": dec, "residual_sphere_d": res, "fixation_offset_arcmin": [0.0, 0.0]}
     img, _, axis = ref.render_psf(_solution_scene(p, truth))
     exposure = 50.0 / float(img.max())
-    b.public_npz["observation"] = {"image": exposed(img, exposure), "x_arcmin": axis, "y_arcmin": axis,
-                                   "exposure": np.array(exposure)}
+    obs = exposed(img, exposure)
+    # The degenerate partner: the decentre moved toward the centre, the fixation offset taking up the
+    # Prentice shift. The coherent mix of the hole's light with the corrected light carries a little of the
+    # decentre (more at high myopia), so the step is the largest of E01_STEPS whose partner fits within 0.9
+    # of the tolerance; "structurally different" is a decentre difference of 1 / 1.2 of that step.
+    thin = res - p["eye"]["thin_eye_excess"]["value"]
+
+    def misfit_of(sol: dict) -> float:
+        return _rel_l1(exposed(ref.render_psf(_solution_scene(p, sol))[0], exposure), obs)
+
+    for size in E01_STEPS:
+        step = -size if dec[0] > 0 else size
+        partner = {"decentre_mm": [round(dec[0] + step, 3), 0.0], "residual_sphere_d": res,
+                   "fixation_offset_arcmin": [round(-ref.prentice_shift_arcmin(thin, step), 4), 0.0]}
+        fit = misfit_of(partner)
+        if fit <= 0.9 * E01_TOLERANCE:
+            break
+    else:
+        raise ValueError(f"E01: no decentre/fixation partner fits (misfit {fit:.4f} at a {size} mm step)")
+    misfit = [fit, misfit_of(dict(truth, residual_sphere_d=-res))]
+    scales = {"decentre_mm": round(size / 1.2, 4), "residual_sphere_d": 0.2, "fixation_offset_arcmin": 0.5}
+    b.public_npz["observation"] = {"image": obs, "x_arcmin": axis, "y_arcmin": axis, "exposure": np.array(exposure)}
+    queries = c.rng.choice(list(E01_QUERIES), 4, replace=False).tolist()
+    menu = [str(c.rng.choice(E01_BREAKERS))] + c.rng.choice(E01_OTHERS, 3, replace=False).tolist()
+    c.rng.shuffle(menu)
     b.task = {"observation": "observation.npz: image = min(exposure * linear image, 1); the source is nominally at (0, 0)",
-              "menu": ["repeat_same_exposure", "longer_exposure", "through_focus_trial_lens", "pupil_position_imaging",
-                       "narrower_spectral_filter"],
+              "model": THIN_MODEL, "menu": {m: E01_MEASUREMENTS[m] for m in menu},
+              "queries": queries, "query_vocabulary": ["determined", "not_identifiable"],
+              "structural_scales": scales,
               "solution_fields": {"decentre_mm": "[u, v]", "residual_sphere_d": "eye excess + ICL power",
                                   "fixation_offset_arcmin": "[x, y]"}}
-    b.refs = {"E01.1": {"case": "base", "truth": truth, "exposure": exposure,
-                        "scales": {"decentre_mm": 0.05, "residual_sphere_d": 0.2, "fixation_offset_arcmin": 1.0}},
-              "E01.2": {"case": "base", "value": "not_identifiable"},
-              "E01.3": {"case": "base", "accept": ["through_focus_trial_lens", "pupil_position_imaging"]}}
+    b.refs = {"E01.1": {"case": "base", "truth": truth, "partner": partner, "exposure": exposure,
+                        "misfit": {"partner": misfit[0], "sign_flipped": misfit[1]},
+                        "scales": scales},
+              "E01.2": {"case": "base", "value": [E01_QUERIES[q] for q in queries]},
+              "E01.3": {"case": "base", "accept": [m for m in menu if m in E01_BREAKERS]}}
     return b
 
 
@@ -676,33 +879,48 @@ def e03(c: Ctx) -> Built:
     return b
 
 
-E04_MENU = {"repeat_measurement": {}, "pupil_plus_1mm": {"pupil": 1.0}, "trial_lens_plus_0.5D": {"lens": 0.5},
-            "wavelength_450nm": {"lam": 450.0}}
+E04_MENU = {"repeat_measurement": ({}, "the same PSF again"),
+            "pupil_plus_1mm": ({"pupil": 1.0}, "pupil 1 mm larger"),
+            "pupil_minus_1mm": ({"pupil": -1.0}, "pupil 1 mm smaller"),
+            "trial_lens_plus_0.5D": ({"lens": 0.5}, "+0.5 D spherical trial lens over the whole pupil (hole and "
+                                     "optic alike: it adds 0.5 D to the eye excess)"),
+            "wavelength_450nm": ({"lam": 450.0}, "source at 450 nm (no dispersion: diffraction changes only)")}
+# Candidate pairs: a residual sphere of either sign (a trial lens separates them), or two hole diameters
+# (a smaller pupil, in which the hole takes a larger share, separates them best).
+E04_TYPES = ("sphere_sign", "hole_diameter")
 
 
 def e04(c: Ctx) -> Built:
     b = Built()
     s = round(float(c.rng.uniform(0.3, 0.8)), 2)
     k = -c.e["refraction"]
+    kind = str(c.rng.choice(E04_TYPES))
+    if kind == "sphere_sign":
+        cands = {"A": {"residual_sphere_d": s}, "B": {"residual_sphere_d": -s}}
+    else:
+        holes = sorted(round(float(x), 2) for x in (c.rng.uniform(0.25, 0.32), c.rng.uniform(0.42, 0.5)))
+        cands = {"A": {"residual_sphere_d": s, "hole_diameter_mm": holes[0]},
+                 "B": {"residual_sphere_d": s, "hole_diameter_mm": holes[1]}}
     p = c.pkg()
     b.cases["base"] = p
     menu = list(E04_MENU)
     c.rng.shuffle(menu)
     dist = []
     for m in menu:
+        eff = E04_MENU[m][0]
         imgs = []
-        for sign in (1, -1):
-            q = c.pkg(thin_power=sign * s - k + E04_MENU[m].get("lens", 0.0),
-                      pupil_diameter=c.e["pupil_diameter"] + E04_MENU[m].get("pupil", 0.0),
-                      sources=[("L1", 0.0, 0.0, [[E04_MENU[m].get("lam", 550.0), 1.0]])])
+        for cand in cands.values():
+            q = c.pkg(thin_power=cand["residual_sphere_d"] - k, hole_diameter=cand.get("hole_diameter_mm", c.f["hole"]),
+                      pupil_diameter=c.e["pupil_diameter"] + eff.get("pupil", 0.0),
+                      sources=[("L1", 0.0, 0.0, [[eff.get("lam", 550.0), 1.0]])])
+            q["eye"]["thin_eye_excess"]["value"] += eff.get("lens", 0.0)
             imgs.append(ref.render_psf(scene_from_package(q))[0])
         dist.append(_rel_l1(imgs[0], imgs[1]))
-    b.task = {"candidates": {"A": {"residual_sphere_d": s}, "B": {"residual_sphere_d": -s}},
-              "base_measurement": "PSF at the stated pupil and 550 nm",
-              "menu": menu, "menu_effects": {"repeat_measurement": "same PSF again", "pupil_plus_1mm": "pupil 1 mm larger",
-                                             "trial_lens_plus_0.5D": "+0.5 D spherical trial lens in the pupil plane (a +0.5 D lens adds myopic excess)",
-                                             "wavelength_450nm": "source at 450 nm"}}
-    b.refs = {"E04.1": {"case": "base", "accept": [menu[int(np.argmax(dist))]]}, "E04.2": {"case": "base", "value": dist}}
+    order = np.argsort(dist)
+    b.task = {"candidates": cands, "base_measurement": "PSF at the stated pupil and 550 nm", "model": THIN_MODEL,
+              "menu": menu, "menu_effects": {m: E04_MENU[m][1] for m in menu}}
+    b.refs = {"E04.1": {"case": "base", "accept": [menu[int(order[-1])]], "margin": dist[order[-1]] / dist[order[-2]]},
+              "E04.2": {"case": "base", "value": dist}}
     return b
 
 
@@ -758,27 +976,42 @@ def e06(c: Ctx) -> Built:
 
 # ----------------------------------------------------------------------------- group F
 
-F01_FAULTS = ["renormalised", "missing_blocked", "gain", "window_loss_hidden"]
+F01_FAULTS = {"renormalised": "recorded set to the incident flux (the window image normalised to unit sum)",
+              "missing_blocked": "the flux blocked by the black disk left out (blocked reported as 0)",
+              "gain": "recorded multiplied by a factor between 1.05 and 1.10",
+              "window_loss_hidden": "the flux falling outside the detector window left out (outside_window 0)"}
+
+
+def suspect_ledger(true: dict[str, float], faults: list[str], gain: float) -> dict[str, float]:
+    """The ledger a faulty solver reports: each fault touches its own entry (renormalising comes before a
+    gain), and the residual closes the sum, so every set of faults has its own signature."""
+    sus = dict(true)
+    if "renormalised" in faults:
+        sus["recorded"] = sus["incident"]
+    if "gain" in faults:
+        sus["recorded"] *= gain
+    if "missing_blocked" in faults:
+        sus["blocked"] = 0.0
+    if "window_loss_hidden" in faults:
+        sus["outside_window"] = 0.0
+    sus["numerical_residual"] = sus["incident"] - sus["blocked"] - sus["recorded"] - sus["outside_window"]
+    return sus
 
 
 def f01(c: Ctx) -> Built:
     b = Built()
-    _, led, _ = _render(b, "base", c.pkg(hole_model="black"))
-    faults = sorted(c.rng.choice(F01_FAULTS, size=int(c.rng.integers(1, 3)), replace=False).tolist())
-    sus = {"incident": 1.0, "blocked": led["blocked_by_aperture"], "recorded": led["recorded"],
-           "outside_window": led["outside_window"] + led["beyond_grid"], "numerical_residual": 0.0}
-    if "renormalised" in faults:
-        sus["recorded"] = 1.0 - sus["blocked"] - sus["outside_window"] if "missing_blocked" in faults else 1.0
-        sus["outside_window"] = 0.0 if "missing_blocked" not in faults else sus["outside_window"]
-    if "missing_blocked" in faults:
-        sus["blocked"] = 0.0
-    if "gain" in faults:
-        sus["recorded"] *= 1.08
-    if "window_loss_hidden" in faults:
-        sus["outside_window"] = 0.0
-    sus["numerical_residual"] = 1.0 - sum(v for k, v in sus.items() if k not in ("incident", "numerical_residual"))
-    b.task = {"suspect_ledger": sus, "vocabulary": F01_FAULTS}
-    b.refs = {"F01.1": {"cases": {"base": _energy(led)}}, "F01.2": {"case": "base", "value": faults}}
+    # A small pupil (the black disk blocks 1.6-1.9 % of it) with an optic zone 0.6 mm narrower: the
+    # uncorrected annulus sends about a third of the light outside the window, so each entry is visible.
+    pupil = round(float(c.rng.uniform(2.6, 2.8)), 2)
+    _, led, _ = _render(b, "base", c.pkg(hole_model="black", pupil_diameter=pupil, optic_zone_diameter=pupil - 0.6))
+    true = {"incident": led["source_flux"], "blocked": led["blocked_by_aperture"], "recorded": led["recorded"],
+            "outside_window": led["outside_window"] + led["beyond_grid"], "numerical_residual": 0.0}
+    faults = sorted(c.rng.choice(list(F01_FAULTS), size=int(c.rng.integers(1, 3)), replace=False).tolist())
+    gain = round(float(c.rng.uniform(1.05, 1.10)), 3)
+    b.task = {"suspect_ledger": suspect_ledger(true, faults, gain), "vocabulary": list(F01_FAULTS),
+              "fault_definitions": F01_FAULTS}
+    b.refs = {"F01.1": {"cases": {"base": _energy(led)}}, "F01.2": {"case": "base", "value": faults,
+                                                                   "true_ledger": true, "gain": gain}}
     return b
 
 
@@ -796,9 +1029,11 @@ def f03(c: Ctx) -> Built:
     p = c.pkg(hole_model="solid", thin_power=c.e["refraction"])
     _render(b, "base", p)
     d = p["eye"]["pupil_diameter"]["value"]
+    rho = round(float(c.rng.uniform(0.5, 2.0)) * ref.airy_radius_arcmin(ref.AIRY_DARK[0], 550.0, d), 3)
+    b.task = {"encircled_radius_arcmin": rho}
     b.refs = {"F03.1": {"case": "base", "value": [ref.airy_radius_arcmin(x, 550.0, d) for x in ref.AIRY_DARK]},
               "F03.2": {"case": "base", "value": ref.airy_radius_arcmin(ref.AIRY_BRIGHT, 550.0, d)},
-              "F03.3": {"case": "base", "value": ref.encircled_energy_airy_first_dark()},
+              "F03.3": {"case": "base", "value": ref.encircled_energy_airy(rho, 550.0, d)},
               "F03.4": {"cases": ["base"]}}
     return b
 
@@ -831,8 +1066,11 @@ def f05(c: Ctx) -> Built:
     c.rng.shuffle(order)
     b.public_npz["candidates"] = {f"img_{i}": imgs[o] for i, o in enumerate(order)} | {"x_arcmin": axis, "y_arcmin": axis}
     b.task = {"candidates": [f"img_{i}" for i in range(4)], "vocabulary": list(imgs)}
+    # The totals are in the candidates; what needs work is relating them to the stated package: each total
+    # over the recorded fraction of a correct render of it (bloom adds, wrap-around keeps the light a window
+    # loses, a black disk removes its share).
     b.refs = {"F05.1": {"case": "base", "value": order},
-              "F05.2": {"case": "base", "value": [float(imgs[o].sum()) for o in order]}}
+              "F05.2": {"case": "base", "value": [float(imgs[o].sum() / raw.sum()) for o in order]}}
     return b
 
 
@@ -888,7 +1126,7 @@ def _build(task: tuple[dict, dict, dict]) -> Built:
     rec, e, f = task
 
     def build(e: dict, f: dict) -> Built:
-        ctx = Ctx(np.random.default_rng(rec["stream"]), e, f, rec["base_eye"], rec["design_family"])
+        ctx = Ctx(np.random.default_rng(rec["stream"]), e, f, rec["base_eye"], rec["design_family"], rec["split"] == "ood")
         return BUILDERS[rec["template"]](ctx)
 
     return noise.measured(rec, e, f, build) if "noise" in rec else build(e, f)

@@ -30,6 +30,32 @@ MAX_METRICS_BYTES = 1 << 20
 PSF_BYTES = 64 << 20
 
 
+ROUND_OFF = 1e-9  # relative L1 below which two PSFs are one computation
+
+
+def model_eye(run_root: Path) -> dict | None:
+    """The run's ``model/eye.json`` (at the OUTPUT root, where the contract puts it), or None if absent."""
+    p = Path(run_root) / "model" / "eye.json"
+    if not p.is_file() or p.is_symlink():
+        return None
+    m = load_json(p, max_bytes=MAX_METRICS_BYTES)
+    return m if isinstance(m, dict) else None
+
+
+def model_parameters(obj: Any, where: str = "") -> list[tuple[str, dict]]:
+    """Every parameter (an object with a ``value`` key) of a nested model, with its dotted path."""
+    out: list[tuple[str, dict]] = []
+    if isinstance(obj, dict):
+        if "value" in obj:
+            return [(where, obj)]
+        for k, v in obj.items():
+            out += model_parameters(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += model_parameters(v, f"{where}[{i}]")
+    return out
+
+
 class _Fail(Exception):
     """A check fails with a reason (score 0)."""
 
@@ -229,15 +255,17 @@ class InstanceScorer:
             ok += d >= 0.5 * ref_d
             notes.append(f"{a}!={b}: {d:.3g} (reference {ref_d:.3g})")
         for s1, s2, case in r.get("equal_files", []):
-            d = float(np.abs(self.psf(case, s1) - self.psf(case, s2)).sum() / max(np.abs(self.psf(case, s2)).sum(), 1e-300))
-            ok += _grade(d, ch.tolerance)
-            notes.append(f"{s1} vs {s2}: {d:.3g}")
+            g, note = self._second_method(case, s1, s2, ch.tolerance)
+            ok += g
+            notes.append(note)
         n = len(r.get("equal", [])) + len(r.get("differ", [])) + len(r.get("equal_files", []))
         return (1.0 if ok == n else 0.5 if ok >= n / 2 else 0.0), "; ".join(notes)
 
     def k_rotation(self, ch: Check, r: dict) -> tuple[float, str]:
         a, b = self.psf(r["base"]), self.psf(r["rotated"])
-        d = float(np.abs(np.rot90(a, r["quarter_turns"]) - b).sum() / max(np.abs(b).sum(), 1e-300))
+        # Row i grows with +y and column j with +x, so np.rot90(a, +1) turns the picture clockwise: a
+        # counter-clockwise turn by q quarters is np.rot90(a, -q).
+        d = float(np.abs(np.rot90(a, -r["quarter_turns"]) - b).sum() / max(np.abs(b).sum(), 1e-300))
         return _grade(d, ch.tolerance), f"rotated mismatch {d:.3g}"
 
     def k_solutions(self, ch: Check, r: dict) -> tuple[float, str]:
@@ -291,12 +319,12 @@ class InstanceScorer:
 
     def k_convergence(self, ch: Check, r: dict) -> tuple[float, str]:
         exp = load_json(self._exp_file(), max_bytes=MAX_METRICS_BYTES)
-        series = exp.get("convergence") if isinstance(exp, dict) else None
+        series = exp.get("experiments") if isinstance(exp, dict) else None
         if not isinstance(series, list):
-            raise _Fail("experiments.json has no convergence list")
+            raise _Fail("experiments.json has no experiments list")
         best = 0.0
         for s in series:
-            if not isinstance(s, dict) or s.get("metric") != ch.key:
+            if not isinstance(s, dict) or s.get("kind") != "convergence" or s.get("metric") != ch.key:
                 continue
             vals = self._numbers(s.get("values"), None)
             if vals.size < 3:
@@ -309,13 +337,26 @@ class InstanceScorer:
             best = max(best, 1.0 if abs(vals[-1] - r["value"]) <= ch.tolerance else 0.5)
         return best, "converged series found" if best else "no converged series of at least three levels"
 
+    def _second_method(self, case: str, s1: str, s2: str, tol: float) -> tuple[float, str]:
+        """Grade a second computation ``s2`` of the PSF ``s1``: two methods declared in metrics ``methods``,
+        outputs that differ by more than round-off (identical bytes are one computation written twice) and
+        agree within ``tol`` (relative L1).
+        """
+        # Both files must first be valid PSFs (bounded, finite, on the grid).
+        a, b = self.psf(case, s1), self.psf(case, s2)
+        methods = self.metrics(case).get("methods")
+        if not isinstance(methods, dict) or not all(isinstance(methods.get(k), str) and methods[k].strip()
+                                                    for k in (s1, s2)):
+            raise _Fail(f"metrics.json of {case}: 'methods' must name the method of {s1} and of {s2}")
+        if methods[s1].strip() == methods[s2].strip():
+            return 0.0, f"{s1} and {s2} declare the same method"
+        d = float(np.abs(a - b).sum() / max(np.abs(b).sum(), 1e-300))
+        if d <= ROUND_OFF:
+            return 0.0, f"{s1} vs {s2}: {d:.3g}, within round-off: one computation, not two"
+        return _grade(d, tol), f"{s1} vs {s2}: {d:.3g}"
+
     def k_repeat(self, ch: Check, r: dict) -> tuple[float, str]:
-        # Both files must first be valid PSFs (bounded, finite, on the grid): identical garbage is no repeat.
-        first, again = self.psf(r["case"]), self.psf(r["case"], "psf_repeat")
-        if first.tobytes() == again.tobytes():
-            return 1.0, "bit-identical"
-        d = float(np.abs(first - again).max())
-        return (0.5 if d <= 1e-12 else 0.0), f"max difference {d:.3g}"
+        return self._second_method(r["case"], "psf_linear", "psf_repeat", ch.tolerance)
 
     def k_manifest(self, ch: Check, r: dict) -> tuple[float, str]:
         p = self.run.parent / "manifest.json" if not (self.run / "manifest.json").is_file() else self.run / "manifest.json"
@@ -325,17 +366,20 @@ class InstanceScorer:
         return (1.0 if isinstance(m.get("versions"), dict) and m["versions"] else 0.5), "manifest read"
 
     def k_provenance(self, ch: Check, r: dict) -> tuple[float, str]:
-        p = self.results / "model" / "eye.json"
-        if not p.is_file():
-            return 0.5, "model/eye.json missing"
-        model = load_json(p, max_bytes=MAX_METRICS_BYTES)
+        model = model_eye(self.run)
+        if model is None:
+            self.flags["no_model"] = True
+            raise _Fail("model/eye.json missing: no provenance to audit")
+        params = model_parameters(model)
         bad = []
         for dotted in r["guarded"]:
             name = dotted.split(".", 1)[1]
-            entry = model.get(name) if isinstance(model, dict) else None
-            if isinstance(entry, dict) and entry.get("status") in ("measured", "documented") \
-                    and entry.get("source") not in r["input_sources"]:
-                bad.append(dotted)
+            for path, entry in params:
+                leaf = path.rsplit(".", 1)[-1]
+                if (leaf == name or leaf.startswith(name + "_")) and entry.get("status") in ("measured", "documented") \
+                        and entry.get("source") not in r["input_sources"]:
+                    bad.append(dotted)
+                    break
         if bad:
             self.flags["fabricated"] = True
             return 0.0, f"invented provenance for {bad}"
@@ -543,6 +587,8 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
                 vals.append(s)
         for k, v in sc.flags.items():
             flags[(row["template"], k)] |= bool(v)
+        if refused is None and sc.results.is_dir() and model_eye(root) is None:
+            flags[(row["template"], "no_model")] = True
         inst_scores[row["id"]] = (row["template"], float(np.mean(vals)) if vals else 0.0,
                                   refused is None and sc.results.is_dir())
         clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
@@ -578,34 +624,51 @@ def _gates(catalog: Catalog, checks: list[dict], flags: dict, g3: dict) -> dict:
     converged = any(v and k == "converged" for (_, k), v in flags.items())
     flips = any(v and k == "conclusion_flips" for (_, k), v in flags.items())
     g5 = any(v and k == "fabricated" for (_, k), v in flags.items())
+    no_model = any(v and k == "no_model" for (_, k), v in flags.items())
     return {"G1": fail_if(g1, "ICL placed as a lens replacement, behind the crystalline lens, or no anatomy answer"),
             "G2": fail_if(g2, "unexplained energy gain, or a disabled mechanism keeps its effect"),
             "G3": g3,
             "G4": fail_if(not converged or flips, "no convergence evidence" if not converged else "a conclusion flips with sampling"),
-            "G5": fail_if(g5, "invented provenance for a parameter the inputs mark unknown or synthetic")}
+            "G5": fail_if(g5 or no_model, "invented provenance for a parameter the inputs mark unknown or synthetic"
+                          if g5 else "model/eye.json missing: the model's provenance cannot be audited")}
 
 
 def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 20261027) -> list[float]:
-    """95 % interval of the total by a cluster bootstrap stratified by template.
+    """95 % interval of the total by a two-way cluster bootstrap over base eyes and design families.
 
-    Within each template the clusters (base eye x design family) are drawn with replacement, so
-    correlated instances of one cluster move together and no template drops out of a replicate.
+    Instances that share a base eye, or a design family, are correlated across the whole release (every
+    template draws from the same pools), so both are resampled across the release: each replicate draws the
+    base eyes with replacement and, independently, the design families, and weights an instance by the
+    product of its eye's and its family's multiplicities (the pigeonhole bootstrap). A template (or group)
+    that gets no weight in a replicate is left out of its group mean (of the total) for that replicate.
     """
     rng = np.random.default_rng(seed)
     inst = runs[0]["instances"]
-    mean = {iid: float(np.mean([r["instances"][iid]["score"] for r in runs])) for iid in inst}
-    strata: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for iid in sorted(inst):
-        strata[inst[iid]["template"]][inst[iid]["cluster"]].append(iid)
+    ids = sorted(inst)
+    mean = np.array([float(np.mean([r["instances"][iid]["score"] for r in runs])) for iid in ids])
+    eye_of = [inst[iid]["cluster"].split("|")[0] for iid in ids]
+    fam_of = [inst[iid]["cluster"].split("|")[-1] for iid in ids]
+    eyes, fams = sorted(set(eye_of)), sorted(set(fam_of))
+    ei = np.array([eyes.index(x) for x in eye_of])
+    fi = np.array([fams.index(x) for x in fam_of])
+    tpl = [inst[iid]["template"] for iid in ids]
+    t_ids = sorted(set(tpl))
+    t_idx = np.array([t_ids.index(t) for t in tpl])
+    weights = catalog.weights
     totals = []
     for _ in range(n):
-        scores = {}
-        for tid in sorted(strata):
-            keys = sorted(strata[tid])
-            for j, ci in enumerate(rng.integers(0, len(keys), len(keys))):
-                for iid in strata[tid][keys[ci]]:
-                    scores[f"{iid}#{j}"] = (tid, mean[iid])
-        totals.append(aggregate(catalog, scores)["professional_score"])
+        we = np.bincount(rng.integers(0, len(eyes), len(eyes)), minlength=len(eyes))
+        wf = np.bincount(rng.integers(0, len(fams), len(fams)), minlength=len(fams))
+        w = (we[ei] * wf[fi]).astype(float)
+        sw = np.bincount(t_idx, weights=w, minlength=len(t_ids))
+        ss = np.bincount(t_idx, weights=w * mean, minlength=len(t_ids))
+        t_score = {t: ss[k] / sw[k] for k, t in enumerate(t_ids) if sw[k] > 0}
+        # Templates without any instance in the run score 0, as in aggregate().
+        by_group = {g: [t_score.get(t.id, 0.0) for t in catalog.templates
+                        if t.group == g and (t.id in t_score or t.id not in t_ids)] for g in GROUPS}
+        present = {g: v for g, v in by_group.items() if v}
+        scale = 100.0 / sum(weights[g] for g in present)
+        totals.append(scale * sum(weights[g] * float(np.mean(v)) for g, v in present.items()))
     lo, hi = np.percentile(totals, [2.5, 97.5])
     return [float(lo), float(hi)]
 

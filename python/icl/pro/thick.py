@@ -1,7 +1,9 @@
 """Thick-eye references for the hole-causality cases (C05, D02), through :mod:`icl.eye`.
 
 A case's data package is turned into a sequential schematic eye (:class:`icl.eye.model.Eye`: conic cornea
-front, spherical cornea back and crystalline lens, constant indices of the package, iris at the lens front)
+front, spherical cornea back and crystalline lens (the Navarro lens asphericity is dropped: the package
+gives lens radii only), constant indices of the package, no dispersion, Fresnel losses off, iris (the stop)
+in the plane of the ICL anterior vertex, ``pupil_diameter`` the entrance pupil diameter)
 and a thick synthetic ICL (:class:`icl.eye.model.Implant`: the package's radii, thickness, index, optic
 zone, hole, decentre and vault). :class:`icl.eye.pupil.ThickPupil` traces the lens, hole and edge paths and
 :func:`icl.optics.render` propagates the result on the same detector as the thin-phase references.
@@ -22,6 +24,7 @@ The four hole models:
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -63,7 +66,8 @@ def thick_eye(pkg: dict):
     eye = Eye(
         surfaces,
         retina_z=v("eye.axial_length"),
-        stop_z=acd,
+        # The iris rests on the ICL: the stop is the plane of the ICL anterior vertex, in front of the ICL.
+        stop_z=acd - v("implant.vault") - v("implant.central_thickness"),
         pupil_diameter_mm=v("eye.pupil_diameter"),
         name="pro_package_eye",
     )
@@ -102,6 +106,49 @@ def render_thick(pkg: dict) -> tuple[np.ndarray, dict, np.ndarray]:
         if implant.hole_mm > 0
         else ("lens", "edge")
     )
-    pupil = ThickPupil(eye, implant, field_arcmin=(src.x_arcmin, src.y_arcmin), paths=paths, fresnel=False)
+    # Visual frame (icl.pro.package): the engine is given the point-reflected pupil, i.e. the implant and
+    # the field point-reflected about the (rotationally symmetric) host eye's axis; the source keeps its angle.
+    implant = replace(implant, decentre_mm=(-implant.decentre_mm[0], -implant.decentre_mm[1]))
+    pupil = ThickPupil(eye, implant, field_arcmin=(-src.x_arcmin, -src.y_arcmin), paths=paths, fresnel=False)
     res = render(replace(scene, pupil=pupil))
     return res.scene, res.ledger, res.x_arcmin
+
+
+def solid_wavefront_zernike(pkg: dict, n_rings: int = 24) -> dict[str, float]:
+    """Rotationally symmetric Zernike terms (waves, 550 nm) of the traced on-axis wavefront of the solid optic.
+
+    The OPD of the lens path (apertures off) is sampled on a polar grid over the entrance pupil and fitted by
+    least squares with Z(2,0), Z(4,0), Z(6,0) and piston; returns ``defocus``, ``spherical``,
+    ``secondary_spherical`` and ``rms`` (of the fitted non-piston part) in waves.
+    """
+    from icl.eye.trace import TraceOptions
+    from icl.eye.wavefront import opd
+
+    eye, implant = thick_eye(pkg)
+    implant = replace(implant, hole_mm=0.0)
+    radius = eye.pupil_diameter_mm / 2.0
+    rho = np.sqrt((np.arange(n_rings) + 0.5) / n_rings)  # equal-area rings
+    phi = 2.0 * np.pi * np.arange(32) / 32
+    rr, pp = np.meshgrid(rho, phi)
+    u, v = (radius * rr * np.cos(pp)).ravel(), (radius * rr * np.sin(pp)).ravel()
+    w_mm, _, flags = opd(
+        eye, implant, "lens", u, v, (0.0, 0.0), 550.0, TraceOptions(apertures=False, fresnel=False)
+    )
+    if np.any(flags != 0):
+        raise ValueError("solid-optic rays lost inside the entrance pupil")
+    r = rr.ravel()
+    basis = np.column_stack(
+        [
+            np.ones_like(r),
+            np.sqrt(3) * (2 * r**2 - 1),
+            np.sqrt(5) * (6 * r**4 - 6 * r**2 + 1),
+            np.sqrt(7) * (20 * r**6 - 30 * r**4 + 12 * r**2 - 1),
+        ]
+    )
+    coef = np.linalg.lstsq(basis, w_mm / 550e-6, rcond=None)[0]
+    return {
+        "defocus": float(coef[1]),
+        "spherical": float(coef[2]),
+        "secondary_spherical": float(coef[3]),
+        "rms": float(math.sqrt(np.sum(coef[1:] ** 2))),
+    }

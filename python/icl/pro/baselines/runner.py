@@ -109,7 +109,9 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
     if vault is not None:
         m["vault_mm"] = vault
         m["vault_category"] = "low" if vault < 0.25 else "high" if vault > 0.75 else "normal"
-        m["icl_to_endothelium_mm"] = e["anterior_chamber_depth"] - vault - v("implant.central_thickness") - e["cornea_thickness"]
+        if v("implant.central_thickness") is not None:
+            m["icl_to_endothelium_mm"] = (e["anterior_chamber_depth"] - vault - v("implant.central_thickness")
+                                          - e["cornea_thickness"])
     if "posterior_vertex_depth" in pkg["implant"]:
         vault = e["anterior_chamber_depth"] - pkg["implant"]["posterior_vertex_depth"]["value"]
         m["vault_mm"] = vault
@@ -123,10 +125,11 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
     if "pupil_diameters_by_light_level" in pkg["eye"]:
         m["hole_area_fraction_by_pupil"] = [(hole / p) ** 2 for p in pkg["eye"]["pupil_diameters_by_light_level"]["value"].values()]
     m["eye_power_d"] = ref.equivalent_power_d(eye_surfaces(e)) if all(x is not None for x in e.values()) else None
-    m["interface_reflectance"] = [ref.fresnel_r(a, b) for a, b in
+    angles = task.get("incidence_deg", [0.0] * 6)
+    m["interface_reflectance"] = [ref.fresnel_unpolarised(a, b, th) for (a, b), th in zip(
                                   ((1.0, e["cornea_index"]), (e["cornea_index"], e["aqueous_index"]),
                                    (e["aqueous_index"], v("implant.index")), (v("implant.index"), e["aqueous_index"]),
-                                   (e["aqueous_index"], e["lens_index"]), (e["lens_index"], e["vitreous_index"]))]
+                                   (e["aqueous_index"], e["lens_index"]), (e["lens_index"], e["vitreous_index"])), angles)]
     m["icl_ghost_relative_intensity"] = m["interface_reflectance"][2] * m["interface_reflectance"][3]
     m["total_transmittance"] = float(np.prod([1 - r for r in m["interface_reflectance"]]))
     if "sag_heights_mm" in task:
@@ -135,7 +138,7 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
     p = v("implant.thin_power")
     if p is not None:
         m["prism_dioptres"] = math.hypot(cx, cy) * 0.1 * abs(p)
-        m["image_shift_arcmin"] = [p * cx * 1e-3 * ref.RAD_TO_ARCMIN, p * cy * 1e-3 * ref.RAD_TO_ARCMIN]
+        m["image_shift_arcmin"] = [ref.prentice_shift_arcmin(p, cx), ref.prentice_shift_arcmin(p, cy)]
         m["pattern_shift_arcmin"] = m["image_shift_arcmin"]
     oz = v("implant.optic_zone_diameter")
     m["edge_annulus_fraction"] = ref.annulus_fraction(d, oz)
@@ -149,7 +152,8 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
                                                      for w, _ in pkg["illumination"]["sources"][0]["spectrum"]["value"]]
         m["airy_dark_rings_arcmin"] = [ref.airy_radius_arcmin(x, lam, d) for x in ref.AIRY_DARK]
         m["first_bright_ring_arcmin"] = ref.airy_radius_arcmin(ref.AIRY_BRIGHT, lam, d)
-        m["encircled_energy_first_dark"] = ref.encircled_energy_airy_first_dark()
+        if "encircled_radius_arcmin" in task:
+            m["encircled_energy_airy"] = ref.encircled_energy_airy(task["encircled_radius_arcmin"], lam, d)
         if p is not None:
             m["strehl_ratio"] = ref.strehl_defocus(k + p, d, lam)
     return m
