@@ -12,12 +12,14 @@ cycle of the integrand and its sub-pixel Gauss order are varied, against the ana
 one exists and against its own finest setting otherwise; the last column compares it with the FFT
 engine's default render. It evaluates every 4th row and column (16384 pixels) to keep the study short.
 
-Run: ``python bench/convergence.py [--markdown] [--mft]``.
+Run: ``python bench/convergence.py [--markdown] [--mft] [--double]`` (``--double``: far-field transforms in
+double precision; the default is single, as in the renderer; references are always in double).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -78,8 +80,9 @@ def metrics(
     }
 
 
-def case_rows(name: str) -> list[dict]:
-    """Every factor of one case (one independent task)."""
+def case_rows(name: str, single: bool = True) -> list[dict]:
+    """Every factor of one case (one independent task); ``single``: the rows' transforms in single precision
+    (the default), else double. The reference render is always in double precision."""
     scene, truth = CASES[name]
     src = scene.sources[0]
     lam = src.spectrum[0][0] * 1e-9
@@ -95,12 +98,12 @@ def case_rows(name: str) -> list[dict]:
             centre=(src.x_arcmin, src.y_arcmin),
         )
     else:
-        ref = render(scene, Sampling(fft_factor=REFERENCE_FACTOR, **FREE)).scene
+        ref = render(scene, Sampling(fft_factor=REFERENCE_FACTOR, single_precision_fft=False, **FREE)).scene
     rows = []
     # The FFT period alone (no floor on the pupil sampling), then the shipped defaults.
-    for label, sampling in [(f"{f:g}", Sampling(fft_factor=f, **FREE)) for f in FACTORS] + [
-        ("default", Sampling())
-    ]:
+    for label, sampling in [
+        (f"{f:g}", Sampling(fft_factor=f, single_precision_fft=single, **FREE)) for f in FACTORS
+    ] + [("default", Sampling(single_precision_fft=single))]:
         psf_samples.cache_clear()
         t0 = time.perf_counter()
         res = render(scene, sampling)
@@ -152,9 +155,11 @@ def mft_rows(name: str) -> list[dict]:
     return rows
 
 
-def study(scheduler: str | None = None, workers: int = 1, mft: bool = False) -> list[dict]:
+def study(
+    scheduler: str | None = None, workers: int = 1, mft: bool = False, single: bool = True
+) -> list[dict]:
     """Run every case at every setting; return one row per (case, setting), in case order."""
-    task = mft_rows if mft else case_rows
+    task = mft_rows if mft else functools.partial(case_rows, single=single)
     per_case = run_tasks(task, list(CASES), scheduler=scheduler, workers=workers, description="cases")
     return [row for rows in per_case for row in rows]
 
@@ -166,8 +171,9 @@ def main() -> None:
     ap.add_argument("--scheduler", default=None, help="dask.distributed address, or 'local'")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--mft", action="store_true", help="the second solver's own convergence table")
+    ap.add_argument("--double", action="store_true", help="far-field transforms in double precision")
     args = ap.parse_args()
-    rows = study(args.scheduler, args.workers, args.mft)
+    rows = study(args.scheduler, args.workers, args.mft, single=not args.double)
     cols = ["case", "truth", "nodes_per_cycle", "subpixel", "L1", "halo_L1", "centroid_arcmin", "energy",
             "L1_vs_fft_default", "seconds"] if args.mft else [
         "case",

@@ -1,12 +1,14 @@
-"""Side-by-side render of one problem by icl and by other Fourier-optics codes.
+"""Side-by-side render of one problem by icl and by other Fourier-optics codes, timed in interleaved rounds.
 
 The problem: a clear, aberration-free circular pupil of 3.2 mm at 550 nm, unit incident flux, imaged
 onto an N x N detector (default 1024) of 4 arcsec pixels whose centres lie at
-``(j - (N - 1) / 2) * pitch`` (DESIGN.md section 2), each pixel holding the flux integrated over its
+``(j - (N - 1) / 2) * pitch`` (docs/conventions.md), each pixel holding the flux integrated over its
 area. Truth is the analytic pixel-integrated Airy pattern of ``tests/analytic.py``.
 
-Every peer samples the pupil on icl's own grid for this problem (pupil pitch ``du`` and samples
-``n``), so the accuracy differences come from how the pupil edge and the pixel integration are
+Two sets of contenders:
+
+**Matched accuracy.** Every peer samples the pupil on icl's own grid for this problem (pupil pitch ``du``
+and samples ``n``), so the accuracy differences come from how the pupil edge and the pixel integration are
 treated, not from a coarser grid. The FFT peers sample the far field at every pixel, which for that
 pupil pitch takes an FFT of length ``M = lambda / (du * pitch)``; icl samples it every ``q`` pixels
 when the band allows (an FFT ``q`` times shorter) and integrates the pixels from those samples.
@@ -26,16 +28,28 @@ Sub-sampling a pixel Q x Q times is a midpoint rule: its error on the Airy patte
 (rel. L1 about 6e-3 at Q = 1, 4e-4 at Q = 4), so the default Q = 4 puts the window peers within a
 factor of about two of icl's accuracy.
 
-Each peer runs in a subprocess of its own: one warm-up call (reported as "first call"; it includes
-FFTW planning and basis set-up), then ``--repeat`` timed calls whose median is reported, and the rise
-of the process's peak resident memory (``ru_maxrss``) over its resident set just before the calls (C
-and C++ allocations included, which tracemalloc would miss). A peer that cannot be imported or fails is
-reported with its reason. "recorded flux" is the image's sum, to set against the analytic value printed
-below the table: poppy normalises to its discrete (gray-pixel) pupil, not to the exact circle.
+**Each peer at its own fastest setting** (names ending in ``-fast``): its minimal pupil sampling, 256
+samples across the pupil with its own aperture function (prysm ``geometry.circle``, hcipy's
+``make_circular_aperture`` without super-sampling, poppy's gray pixels at ``npix = 256``; the FFT peers a
+binary disk on the grid of the shortest fast FFT whose pupil pitch gives at least 256 samples), and the
+intensity at the pixel centres (no pixel integration). icl runs at its defaults in both tables.
+
+Timing: every contender runs in this one process (``--threads`` threads for FFTW, BLAS, OpenMP, scipy
+workers and icl), is called once to warm up (reported as "first call"; FFTW planning, basis set-up; its
+image gives the error), then ``--rounds`` rounds call the contenders one after the other (A B C A B C
+...), so that the load of a shared machine hits them alike. Reported: the median over rounds, and the
+ratio to icl as the median of the per-round ratios. The load average is printed before and after.
+
+Memory: each contender also runs once in a subprocess of its own (skip with ``--no-memory``); the peak
+resident memory rise (``ru_maxrss``) over the resident set just before the call counts C and C++
+allocations, which tracemalloc would miss. A contender that cannot be imported or fails is reported with
+its reason. "recorded flux" is the image's sum, to set against the analytic value printed below the
+table: poppy normalises to its discrete (gray-pixel) pupil, not to the exact circle.
 
 Usage::
 
-    python bench/peers.py [--n 1024] [--repeat 5] [--oversample 4] [--threads 1] [--markdown]
+    python bench/peers.py [--n 1024] [--rounds 11] [--oversample 4] [--threads 1] [--peers icl,numpy,...]
+                          [--no-memory] [--markdown]
 """
 
 from __future__ import annotations
@@ -49,12 +63,18 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
+# Libraries that read these pick a kernel by hand; benchmarks must see the machine's own choice. They are
+# read when the libraries load, so the script restarts itself without them.
+SCRUBBED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if __name__ == "__main__" and any(v in os.environ for v in SCRUBBED_ENV):
+    os.execve(sys.executable, [sys.executable, *sys.argv],
+              {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV} | {"ICL_PEERS_SCRUBBED": "1"})
+
+import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DIAMETER_M = 3.2e-3
@@ -62,7 +82,10 @@ WAVELENGTH_M = 550e-9
 PITCH_ARCSEC = 4.0
 RAD_PER_ARCSEC = math.pi / (180.0 * 3600.0)
 SUPERSAMPLE = 8  # sub-cells per pupil cell and axis for the area coverage of the edge cells
-PEERS = ("icl", "icl-fft", "numpy", "scipy", "pyfftw", "prysm", "hcipy", "poppy")
+MATCHED = ("icl", "icl-fft", "numpy", "scipy", "pyfftw", "prysm", "hcipy", "poppy")
+FAST = ("numpy-fast", "scipy-fast", "pyfftw-fast", "prysm-fast", "hcipy-fast", "poppy-fast")
+PEERS = MATCHED + FAST
+FAST_SAMPLES = 256  # pupil samples across the diameter at the peers' fastest setting
 METHODS = {
     "icl": "icl.optics.render, default Sampling (pruned FFT, far field every q px, exact pixel taps)",
     "icl-fft": "icl._core.psf_window alone: the FFTs icl performs for this render",
@@ -72,9 +95,13 @@ METHODS = {
     "prysm": "matrix DFT onto Q x Q sub-samples",
     "hcipy": "FraunhoferPropagator (matrix Fourier) onto Q x Q sub-samples",
     "poppy": "OpticalSystem + detector, MFT, oversample Q",
+    "numpy-fast": "numpy.fft, binary disk, 256+ samples, pixel centres",
+    "scipy-fast": "scipy.fft, binary disk, 256+ samples, pixel centres",
+    "pyfftw-fast": "pyfftw.builders, binary disk, 256+ samples, pixel centres",
+    "prysm-fast": "matrix DFT, geometry.circle on 256 samples, pixel centres",
+    "hcipy-fast": "FraunhoferPropagator, circular aperture on 256 samples, pixel centres",
+    "poppy-fast": "OpticalSystem, npix 256, oversample 1",
 }
-# Libraries that read these pick a kernel by hand; benchmarks must see the machine's own choice.
-SCRUBBED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 # ----------------------------------------------------------------------------- the shared grid
@@ -142,9 +169,118 @@ def bin_subsamples(img: np.ndarray, q: int) -> np.ndarray:
     return img.reshape(n, q, n, q).sum(axis=(1, 3))
 
 
+def fast_fft_grid() -> tuple[int, float, int]:
+    """The FFT peers' fastest grid: the shortest fast length M whose pupil pitch ``lambda / (M pitch)``
+    puts at least FAST_SAMPLES samples across the pupil; returns (M, du, samples on the pupil grid)."""
+    from scipy.fft import next_fast_len
+
+    pitch = PITCH_ARCSEC * RAD_PER_ARCSEC
+    m = next_fast_len(math.ceil(FAST_SAMPLES * WAVELENGTH_M / (DIAMETER_M * pitch)))
+    du = WAVELENGTH_M / (m * pitch)
+    return m, du, math.ceil(DIAMETER_M / du) + 1
+
+
+def fast_fft_peer(n_det: int, fft2: Callable, m: int, du: float, n: int) -> np.ndarray:
+    """Binary disk on the M x M grid, one FFT, the intensity at the pixel centres (half a sample off the
+    FFT's own grid: a tilt), cropped to the detector; no pixel integration."""
+    area = math.pi * DIAMETER_M**2 / 4
+    k = np.arange(n) - n // 2
+    c = k * du
+    disk = (c[:, None] ** 2 + c[None, :] ** 2) <= (DIAMETER_M / 2) ** 2
+    t = _tilt(k, m)
+    field = np.zeros((m, m), complex)
+    lo = m // 2 - n // 2
+    field[lo:lo + n, lo:lo + n] = disk * t[:, None] * t[None, :]
+    far = np.fft.fftshift(fft2(np.fft.ifftshift(field)))
+    a = m // 2 - n_det // 2
+    far = far[a:a + n_det, a:a + n_det]
+    # Intensity per pixel: I(theta) * pitch^2 with the pupil's samples standing for du^2 each.
+    return (far.real**2 + far.imag**2) * (du * du / (m * m * area))
+
+
+def make_fast_runner(name: str, n_det: int, threads: int) -> tuple[Callable[[], np.ndarray], dict]:
+    """A peer at its own fastest setting: minimal pupil sampling and pixel centres."""
+    info: dict = {}
+    base = name.removesuffix("-fast")
+    if base in ("numpy", "scipy", "pyfftw"):
+        m, du, n = fast_fft_grid()
+        info["grid"] = f"M = {m}, {n} pupil samples"
+        if base == "numpy":
+            info["version"] = np.__version__
+            return (lambda: fast_fft_peer(n_det, np.fft.fft2, m, du, n)), info
+        if base == "scipy":
+            import scipy
+            import scipy.fft as sf
+
+            info["version"] = scipy.__version__
+            fft2 = lambda a: sf.fft2(a, workers=threads, overwrite_x=True)  # noqa: E731
+            return (lambda: fast_fft_peer(n_det, fft2, m, du, n)), info
+        import pyfftw
+        import pyfftw.builders as fb
+
+        info["version"] = pyfftw.__version__
+        t0 = time.perf_counter()
+        plan = fb.fft2(pyfftw.empty_aligned((m, m), complex), threads=threads, planner_effort="FFTW_ESTIMATE",
+                       avoid_copy=True)
+        info["plan_seconds"] = time.perf_counter() - t0
+        return (lambda: fast_fft_peer(n_det, plan, m, du, n)), info
+    pitch = PITCH_ARCSEC * RAD_PER_ARCSEC
+    area = math.pi * DIAMETER_M**2 / 4
+    n, du = FAST_SAMPLES, DIAMETER_M / FAST_SAMPLES
+    if base == "prysm":
+        import prysm
+        from prysm.coordinates import cart_to_polar, make_xy_grid
+        from prysm.geometry import circle
+        from prysm.propagation import focus_fixed_sampling
+
+        info["version"] = prysm.__version__
+        efl_mm = 1000.0
+
+        def run() -> np.ndarray:
+            x, y = make_xy_grid(n, diameter=DIAMETER_M * 1e3)
+            r, _ = cart_to_polar(x, y)
+            k = np.arange(n) - n // 2
+            t = np.exp(-1j * np.pi * k * du * pitch / WAVELENGTH_M)  # pixel centres lie off the origin
+            field = circle(DIAMETER_M * 1e3 / 2, r) * t[:, None] * t[None, :]
+            out = focus_fixed_sampling(field, du * 1e3, efl_mm, WAVELENGTH_M * 1e6, efl_mm * 1e3 * pitch,
+                                       n_det, method="mdft")
+            qq = WAVELENGTH_M / (n * du * pitch)
+            return np.abs(out * (n * qq)) ** 2 * (du * du * pitch / WAVELENGTH_M) ** 2 / area
+        return run, info
+    if base == "hcipy":
+        import hcipy
+
+        info["version"] = hcipy.__version__
+
+        def run() -> np.ndarray:
+            pupil_grid = hcipy.make_pupil_grid(n, DIAMETER_M)
+            aperture = hcipy.make_circular_aperture(DIAMETER_M)(pupil_grid)
+            focal_grid = hcipy.make_uniform_grid([n_det] * 2, n_det * pitch)
+            prop = hcipy.FraunhoferPropagator(pupil_grid, focal_grid, focal_length=1.0)
+            wf = prop(hcipy.Wavefront(aperture, WAVELENGTH_M))
+            return np.asarray(wf.power).reshape(n_det, n_det) / area
+        return run, info
+    if base == "poppy":
+        import astropy.units as u
+        import poppy
+
+        info["version"] = poppy.__version__
+
+        def run() -> np.ndarray:
+            osys = poppy.OpticalSystem(oversample=1, npix=n, pupil_diameter=DIAMETER_M * u.m)
+            osys.add_pupil(poppy.CircularAperture(radius=DIAMETER_M / 2 * u.m))
+            osys.add_detector(pixelscale=PITCH_ARCSEC, fov_pixels=n_det, oversample=1)
+            hdul = osys.calc_psf(wavelength=WAVELENGTH_M, normalize="first")
+            return np.asarray(hdul[0].data, dtype=float)
+        return run, info
+    raise ValueError(f"unknown peer {name!r}")
+
+
 def make_runner(name: str, g: dict, n_det: int, q: int,
                 threads: int) -> tuple[Callable[[], np.ndarray], dict]:
-    """The timed callable of one peer and facts about it (planning time, versions)."""
+    """The timed callable of one contender and facts about it (planning time, versions)."""
+    if name.endswith("-fast"):
+        return make_fast_runner(name, n_det, threads)
     info: dict = {}
     if name in ("icl", "icl-fft"):
         import icl
@@ -257,30 +393,15 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
-def child(name: str, n_det: int, q: int, threads: int, repeat: int, grid: dict, out: str) -> None:
-    """Run one peer, save its image to ``out`` and print a JSON summary on stdout."""
+def child(name: str, n_det: int, q: int, threads: int, grid: dict) -> None:
+    """Run one contender once and print its peak memory rise as JSON on stdout."""
     import warnings
 
     warnings.simplefilter("ignore")  # peers' deprecation chatter is not part of the measurement
-    run, info = make_runner(name, grid, n_det, q, threads)
-    # Peak above the resident set before the calls (the high-water mark of imports may lie higher).
-    base = _rss_bytes()
-    t0 = time.perf_counter()
-    img = run()
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        img = run()
-        times.append(time.perf_counter() - t0)
-    peak = max(0, _peak_rss_bytes() - base)
-    np.save(out, np.asarray(img, dtype=float))
-    from threadpoolctl import threadpool_info
-
-    pools = sorted({f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture', '-')})"
-                    for p in threadpool_info() if p.get("user_api") == "blas"})
-    print(json.dumps({"seconds": statistics.median(times), "times": times, "first": first,
-                      "peak_mib": peak / 2**20, "blas": pools, **info}))
+    run, _ = make_runner(name, grid, n_det, q, threads)
+    base = _rss_bytes()  # peak above the resident set before the call (imports may have peaked higher)
+    run()
+    print(json.dumps({"peak_mib": max(0, _peak_rss_bytes() - base) / 2**20}))
 
 
 # ----------------------------------------------------------------------------- driver
@@ -294,79 +415,67 @@ def truth_image(n_det: int) -> np.ndarray:
     return mod.airy_pixel_flux(ax, ax, PITCH_ARCSEC, WAVELENGTH_M, DIAMETER_M)
 
 
-def run_peer(name: str, args: argparse.Namespace, grid: dict, tmp: Path) -> dict:
-    """Run one peer in a fresh interpreter; return its summary or the reason it failed."""
-    out = tmp / f"{name}.npy"
+def thread_env(threads: int) -> dict:
+    """Environment limiting OpenMP and BLAS to ``threads`` threads."""
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-        env[var] = str(args.threads)
+        env[var] = str(threads)
+    return env
+
+
+def peak_memory(name: str, args: argparse.Namespace, grid: dict) -> float | None:
+    """Peak resident memory rise (MiB) of one call in a fresh interpreter, or None if it failed."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--n", str(args.n),
-           "--oversample", str(args.oversample), "--threads", str(args.threads), "--repeat", str(args.repeat),
-           "--grid", json.dumps(grid), "--out", str(out)]
+           "--oversample", str(args.oversample), "--threads", str(args.threads), "--grid", json.dumps(grid)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=thread_env(args.threads),
+                              timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        return {"status": f"timed out after {args.timeout:g} s"}
+        return None
     if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        return {"status": "failed: " + (lines[-1] if lines else f"exit code {proc.returncode}")}
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    res["status"] = "ok"
-    res["image"] = np.load(out)
-    return res
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])["peak_mib"]
 
 
 def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=1024, help="detector pixels per side")
-    ap.add_argument("--repeat", type=int, default=5, help="timed calls after the warm-up")
-    ap.add_argument("--oversample", type=int, default=4, help="sub-samples per pixel and axis (window peers)")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="threads for every peer (FFTW, BLAS, scipy workers)")
-    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per peer")
-    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--grid", help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.child:
-        child(args.child, args.n, args.oversample, args.threads, args.repeat, json.loads(args.grid), args.out)
-        return 0
+def _load() -> str:
+    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
-    names = [p.strip() for p in args.peers.split(",") if p.strip()]
-    unknown = sorted(set(names) - set(PEERS))
-    if unknown:
-        ap.error(f"unknown peers {unknown}; choose from {list(PEERS)}")
-    grid = icl_grid(args.n)
-    truth = truth_image(args.n)
-    results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in names:
-            print(f"running {name} ...", file=sys.stderr, flush=True)
-            results[name] = run_peer(name, args, grid, Path(tmp))
-    for res in results.values():
-        img = res.pop("image", None)
-        if img is not None and img.shape == truth.shape:
-            res["rel_l1"] = float(np.abs(img - truth).sum() / truth.sum())
-            res["recorded"] = float(img.sum())
-    ref = results.get("icl", {}).get("seconds")
-    header = ["peer", "version", "method", "median s", "first call s", "peer/icl", "peak MiB", "rel. L1",
-              "recorded flux", "status"]
+
+def interleaved(runners: dict[str, Callable[[], np.ndarray]], rounds: int) -> dict[str, list[float]]:
+    """Call every runner once per round, in the same order each round; the seconds of each call."""
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, run in runners.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def table(names: list[str], results: dict, times: dict, markdown: bool) -> None:
+    """One table of contenders: median time, ratio to icl (median of per-round ratios), memory, error."""
+    ref = times.get("icl")
+    header = ["contender", "version", "method", "median s", "p10-p90 s", "first call s", "vs icl",
+              "peak MiB", "rel. L1", "recorded flux", "status"]
     rows = []
-    for name, res in results.items():
-        ok = res["status"] == "ok"
-        ratio = res["seconds"] / ref if ok and ref else None
+    for name in names:
+        res = results[name]
+        ts = times.get(name)
+        ok = res["status"] == "ok" and ts
+        ratio = statistics.median(t / r for t, r in zip(ts, ref, strict=True)) if ok and ref else None
+        spread = (f"{np.percentile(ts, 10):.3g}-{np.percentile(ts, 90):.3g}" if ok else "-")
         plan = f" (+{res['plan_seconds']:.3g} s planning)" if "plan_seconds" in res else ""
-        rows.append([name, res.get("version", "-"), METHODS[name], _fmt(res.get("seconds"), ".3g"),
+        method = METHODS[name] + (f" ({res['grid']})" if "grid" in res else "")
+        median = statistics.median(ts) if ok else None
+        rows.append([name, res.get("version", "-"), method, _fmt(median, ".3g"), spread,
                      _fmt(res.get("first"), ".3g") + plan, _fmt(ratio, ".2f"),
-                     _fmt(res.get("peak_mib"), ".0f"),
-                     _fmt(res.get("rel_l1"), ".2e"), _fmt(res.get("recorded"), ".6f"), res["status"]])
-    if args.markdown:
+                     _fmt(res.get("peak_mib"), ".0f"), _fmt(res.get("rel_l1"), ".2e"),
+                     _fmt(res.get("recorded"), ".6f"), res["status"]])
+    if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
         for r in rows:
@@ -377,20 +486,93 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1024, help="detector pixels per side")
+    ap.add_argument("--rounds", type=int, default=11, help="interleaved timing rounds after the warm-up")
+    ap.add_argument("--oversample", type=int, default=4, help="sub-samples per pixel and axis (window peers)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads for every contender (FFTW, BLAS, OpenMP, scipy workers, icl)")
+    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per memory subprocess")
+    ap.add_argument("--no-memory", action="store_true", help="skip the per-contender memory subprocesses")
+    ap.add_argument("--markdown", action="store_true", help="print markdown tables")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--grid", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(args.child, args.n, args.oversample, args.threads, json.loads(args.grid))
+        return 0
+
+    names = [p.strip() for p in args.peers.split(",") if p.strip()]
+    unknown = sorted(set(names) - set(PEERS))
+    if unknown:
+        ap.error(f"unknown peers {unknown}; choose from {list(PEERS)}")
+    import warnings
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    warnings.simplefilter("ignore")  # peers' deprecation chatter is not part of the measurement
+    threadpool_limits(args.threads)
+    grid = icl_grid(args.n)
+    truth = truth_image(args.n)
+    results: dict[str, dict] = {}
+    runners: dict[str, Callable[[], np.ndarray]] = {}
+    for name in names:
+        print(f"setting up {name} ...", file=sys.stderr, flush=True)
+        try:
+            run, info = make_runner(name, grid, args.n, 1 if name.endswith("-fast") else args.oversample,
+                                    args.threads)
+            t0 = time.perf_counter()
+            img = np.asarray(run(), dtype=float)
+            info["first"] = time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001 - a peer that fails is reported, not fatal
+            results[name] = {"status": f"failed: {type(exc).__name__}: {exc}"[:120]}
+            continue
+        info["status"] = "ok"
+        if img.shape == truth.shape:
+            info["rel_l1"] = float(np.abs(img - truth).sum() / truth.sum())
+            info["recorded"] = float(img.sum())
+        results[name] = info
+        runners[name] = run
+    load_before = _load()
+    t_start = time.perf_counter()
+    times = interleaved(runners, args.rounds)
+    wall = time.perf_counter() - t_start
+    load_after = _load()
+    if not args.no_memory:
+        for name in runners:
+            print(f"memory of {name} ...", file=sys.stderr, flush=True)
+            results[name]["peak_mib"] = peak_memory(name, args, grid)
+
+    print(f"load average (1, 5, 15 min) before the rounds {load_before}, after {load_after}; "
+          f"{os.cpu_count()} cores; {args.rounds} interleaved rounds in {wall:.0f} s; "
+          f"threads = {args.threads}")
+    print()
+    matched = [n for n in names if n in MATCHED]
+    fast = [n for n in names if n in FAST]
+    if matched:
+        print(f"At matched accuracy (every peer on icl's pupil grid, Q = {args.oversample}):")
+        table(matched, results, times, args.markdown)
+    if fast:
+        print("Each peer at its own fastest setting (256 pupil samples, pixel centres), icl at its defaults:")
+        table((["icl"] if "icl" in names else []) + fast, results, times, args.markdown)
     print(f"problem: {DIAMETER_M * 1e3:g} mm pupil, {WAVELENGTH_M * 1e9:g} nm, {args.n} x {args.n} px at "
           f"{PITCH_ARCSEC:g} arcsec, pixel-integrated, unit flux; pupil {grid['n']} samples at "
           f"{grid['du'] * 1e6:.4f} um; peers' FFT length M = {grid['m']}; icl: FFT length {grid['icl_m']}, "
           f"far field every {grid['q']} px, support {grid['support']}; Q = {args.oversample}; "
-          f"threads = {args.threads}; "
-          f"median of {args.repeat} after one warm-up; analytic recorded flux {truth.sum():.6f}")
-    icl_s, fft_s = results.get("icl", {}).get("seconds"), results.get("icl-fft", {}).get("seconds")
-    if icl_s and fft_s:
-        print(f"icl total / its own FFTs (psf_window): {icl_s / fft_s:.2f}")
-    blas = sorted({b for res in results.values() for b in res.get("blas", [])})
+          f"analytic recorded flux {truth.sum():.6f}")
+    icl_t, fft_t = times.get("icl"), times.get("icl-fft")
+    if icl_t and fft_t:
+        print(f"icl total / its own FFTs (psf_window), median of per-round ratios: "
+              f"{statistics.median(a / b for a, b in zip(icl_t, fft_t, strict=True)):.2f}")
+    blas = sorted({f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture', '-')})"
+                   for p in threadpool_info() if p.get("user_api") == "blas"})
     print("BLAS kernels (threadpoolctl): " + ("; ".join(blas) if blas else "none loaded"))
-    scrubbed = [v for v in SCRUBBED_ENV if v in os.environ]
-    if scrubbed:
-        print("unset for the peer runs: " + ", ".join(scrubbed))
+    if os.environ.get("ICL_PEERS_SCRUBBED"):
+        print("restarted without " + ", ".join(SCRUBBED_ENV) + " (set in the calling environment)")
     return 0
 
 

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include "common.hpp"
@@ -26,6 +27,9 @@ void require(bool ok, const char* what) {
 void register_runtime(py::module_& m) {
 #ifdef ICL_FFTW_THREADS
     fftw_make_planner_thread_safe();  // other FFTW users in this process may plan concurrently
+#endif
+#ifdef ICL_FFTWF_THREADS
+    fftwf_make_planner_thread_safe();
 #endif
     m.def("num_threads", &icl::num_threads, "Worker threads used by the kernels.");
     m.def("set_num_threads", &icl::set_num_threads, py::arg("n"),
@@ -96,17 +100,18 @@ void register_optics(py::module_& m) {
     }, py::arg("params"), py::arg("n"), py::arg("du"), py::arg("wavelength"),
     "Complex pupil A exp(2 pi i W / lambda) on an n x n grid of pitch du (m); rows follow v, columns u.");
 
-    m.def("psf_window", [](const carray& pupil, std::ptrdiff_t m_fft, std::ptrdiff_t s, double scale) {
+    m.def("psf_window", [](const carray& pupil, std::ptrdiff_t m_fft, std::ptrdiff_t s, double scale, bool single) {
         require(pupil.ndim() == 2 && pupil.shape(0) == pupil.shape(1), "psf_window: pupil must be square");
         const std::ptrdiff_t n = pupil.shape(0);
         require(n <= m_fft && s <= m_fft && s > 0, "psf_window: need n <= m and 0 < s <= m");
         darray out({s, s});
         double* o = out.mutable_data();
         const auto* p = pupil.data();
-        { py::gil_scoped_release nogil; icl::psf_window(p, n, m_fft, s, scale, o); }
+        { py::gil_scoped_release nogil; icl::psf_window(p, n, m_fft, s, scale, single, o); }
         return out;
-    }, py::arg("pupil"), py::arg("m"), py::arg("s"), py::arg("scale"),
-    "scale * |FFT_m(pupil)|^2 on the centred s x s window of angular indices -s/2 .. s/2-1.");
+    }, py::arg("pupil"), py::arg("m"), py::arg("s"), py::arg("scale"), py::arg("single") = false,
+    "scale * |FFT_m(pupil)|^2 on the centred s x s window of angular indices -s/2 .. s/2-1; single: the "
+    "transforms in single precision.");
 
     m.def("place_separable", [](const darray& s, const darray& ty, const darray& tx, std::ptrdiff_t r0,
                                 std::ptrdiff_t c0, std::ptrdiff_t n0, std::ptrdiff_t n1) {
@@ -124,22 +129,30 @@ void register_optics(py::module_& m) {
     m.def("place_polyphase", [](const darray& s, const darray& ty, const darray& tx,
                                 const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& r0,
                                 const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& c0,
-                                std::ptrdiff_t n0, std::ptrdiff_t n1) {
+                                std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, std::optional<py::array> out) {
         require(s.ndim() == 2 && ty.ndim() == 2 && tx.ndim() == 2 && r0.ndim() == 1 && c0.ndim() == 1,
                 "place_polyphase: need a 2-D map, (q, taps) tap tables and (q,) offsets");
         const auto q = ty.shape(0);
         require(q > 0 && tx.shape(0) == q && r0.shape(0) == q && c0.shape(0) == q && n0 > 0 && n1 > 0,
                 "place_polyphase: tap tables and offsets must all have q rows; output shape positive");
-        darray out({n0, n1});
-        double* o = out.mutable_data();
+        // The output is written in place: `out` must already be a C-contiguous, writeable float64 (n0, n1) array.
+        py::array res = out ? *out : py::array(darray({n0, n1}));
+        require(res.dtype().is(py::dtype::of<double>()) && res.ndim() == 2 && res.shape(0) == n0 &&
+                    res.shape(1) == n1 && (res.flags() & py::array::c_style) && res.writeable(),
+                "place_polyphase: out must be a C-contiguous, writeable float64 array of shape (n0, n1)");
+        double* o = static_cast<double*>(res.mutable_data());
         const double *sp = s.data(), *typ = ty.data(), *txp = tx.data();
         const std::ptrdiff_t *r0p = r0.data(), *c0p = c0.data();
         const auto s0 = s.shape(0), s1 = s.shape(1), nty = ty.shape(1), ntx = tx.shape(1);
-        { py::gil_scoped_release nogil; icl::place_polyphase(sp, s0, s1, typ, nty, txp, ntx, r0p, c0p, q, n0, n1, o); }
-        return out;
+        {
+            py::gil_scoped_release nogil;
+            icl::place_polyphase(sp, s0, s1, typ, nty, txp, ntx, r0p, c0p, q, n0, n1, scale, o);
+        }
+        return res;
     }, py::arg("s"), py::arg("ty"), py::arg("tx"), py::arg("r0"), py::arg("c0"), py::arg("n0"), py::arg("n1"),
+    py::arg("scale") = 1.0, py::arg("out") = py::none(),
     "Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, "
-    "c0[j % q] + j // q.");
+    "c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given.");
 
     m.def("convolve_linear", [](const darray& a, const darray& k, std::ptrdiff_t r0, std::ptrdiff_t c0,
                                 std::ptrdiff_t n0, std::ptrdiff_t n1) {

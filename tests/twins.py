@@ -56,11 +56,31 @@ def disk_coverage(cx, cy, r, n, du):
     return np.clip(strip_area(y0, y1) / (du * du), 0.0, 1.0)
 
 
+def disk_coverage_filtered(cx, cy, r, n, du, taps, sub):
+    """Coverage on cells ``sub`` times finer (a grid wide enough for every tap), filtered along both axes
+    by the direct sum over the taps and decimated onto the n x n grid."""
+    taps = np.asarray(taps, dtype=float)
+    if taps.size == 0:
+        return disk_coverage(cx, cy, r, n, du)
+    length = taps.size
+    k = (length - sub + 2 * sub - 1) // (2 * sub) + 1
+    w, off = sub * (n + 2 * k), sub * k + (sub - length) // 2
+    fine = disk_coverage(cx, cy, r, w, du / sub)
+    idx = off + sub * np.arange(n)[:, None] + np.arange(length)[None, :]  # (n, taps) fine indices
+    rows = np.einsum("t,ijt->ij", taps, fine[:, idx])  # along u: (w, n)
+    return np.einsum("t,ijt->ij", taps, rows[idx].transpose(0, 2, 1))
+
+
 def build_pupil(pp, n, du, lam):
-    """Thin-phase pupil from a ``core.PupilParams`` (docs/conventions.md), cell coverage by area."""
+    """Thin-phase pupil from a ``core.PupilParams`` (docs/conventions.md), cell coverage by area
+    (filtered by ``pp.edge_taps`` on ``pp.edge_sub`` times finer cells when there are taps)."""
     c0 = (n - 1) / 2
     centres = (np.arange(n) - c0) * du
     v, u = np.meshgrid(centres, centres, indexing="ij")
+
+    def disk_coverage(cx, cy, r, n, du):
+        return disk_coverage_filtered(cx, cy, r, n, du, pp.edge_taps, pp.edge_sub)
+
     pupil = disk_coverage(pp.pupil_cu, pp.pupil_cv, pp.pupil_diameter / 2, n, du)
     w_eye = -0.5 * pp.eye_excess * (u**2 + v**2) + pp.tilt_u * u + pp.tilt_v * v
     k = 2 * np.pi / lam

@@ -8,7 +8,7 @@ import typing
 import numpy
 import numpy.typing
 
-__all__: list[str] = ['HoleMode', 'PupilParams', 'RaySurface', 'SurfaceKind', 'TraceOptions', 'build_pupil', 'convolve_linear', 'disk_coverage', 'export_wisdom', 'fast_length', 'fresnel', 'import_wisdom', 'num_threads', 'place_polyphase', 'place_separable', 'psf_window', 'set_num_threads', 'set_planner_measure', 'trace_rays']
+__all__: list[str] = ['HoleMode', 'PupilParams', 'RaySurface', 'SurfaceKind', 'TraceOptions', 'build_pupil', 'convolve_linear', 'disk_coverage', 'disk_coverage_filtered', 'export_wisdom', 'fast_length', 'fresnel', 'import_wisdom', 'num_threads', 'place_polyphase', 'place_separable', 'psf_window', 'set_num_threads', 'set_planner_measure', 'trace_rays']
 class HoleMode:
     """Members:
     
@@ -313,6 +313,9 @@ def convolve_linear(a: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], 
 def disk_coverage(cx: typing.SupportsFloat | typing.SupportsIndex, cy: typing.SupportsFloat | typing.SupportsIndex, r: typing.SupportsFloat | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, du: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
     """Exact area fraction of each cell of an n x n grid (pitch du, centred) inside a disk.
     """
+def disk_coverage_filtered(cx: typing.SupportsFloat | typing.SupportsIndex, cy: typing.SupportsFloat | typing.SupportsIndex, r: typing.SupportsFloat | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, du: typing.SupportsFloat | typing.SupportsIndex, taps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], sub: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+    """Coverage of a disk on cells sub times finer, filtered by symmetric taps along both axes onto the n x n grid.
+    """
 def export_wisdom() -> str:
     ...
 def fast_length(n: typing.SupportsInt | typing.SupportsIndex) -> int:
@@ -326,14 +329,14 @@ def import_wisdom(text: str) -> bool:
 def num_threads() -> int:
     """Worker threads used by the kernels.
     """
-def place_polyphase(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], c0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-    """Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, c0[j % q] + j // q.
+def place_polyphase(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], c0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, out: numpy.ndarray | None = None) -> numpy.ndarray:
+    """Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given.
     """
 def place_separable(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.SupportsInt | typing.SupportsIndex, c0: typing.SupportsInt | typing.SupportsIndex, n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
     """out[i,j] = sum_ab ty[a] tx[b] s[r0+i+a, c0+j+b] (zero outside s).
     """
-def psf_window(pupil: typing.Annotated[numpy.typing.ArrayLike, numpy.complex128], m: typing.SupportsInt | typing.SupportsIndex, s: typing.SupportsInt | typing.SupportsIndex, scale: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-    """Scale * |FFT_m(pupil)|^2 on the centred s x s window of angular indices -s/2 .. s/2-1.
+def psf_window(pupil: typing.Annotated[numpy.typing.ArrayLike, numpy.complex128], m: typing.SupportsInt | typing.SupportsIndex, s: typing.SupportsInt | typing.SupportsIndex, scale: typing.SupportsFloat | typing.SupportsIndex, single: bool = False) -> numpy.typing.NDArray[numpy.float64]:
+    """scale * |FFT_m(pupil)|^2 on the centred s x s window of angular indices -s/2 .. s/2-1; single: the transforms in single precision.
     """
 def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
     """Set the worker threads (results do not depend on this number).

@@ -75,7 +75,10 @@ def psf_samples(
         raise ValueError(f"pupil field has shape {p.shape}, expected {(grid.n, grid.n)}")
     area = math.pi * d * d / 4.0
     scale = grid.du**2 / (grid.m**2 * area)
-    samples = core.psf_window(p, grid.m, support, scale)
+    # Single precision for an image window (its rounding, 1e-7 of the peak, lies far below the image's other
+    # errors); a full period (MTF, Parseval) stays in double: its uses need the whole dynamic range.
+    single = sampling.single_precision_fft and support <= 2.0 * EDGE_BAND * grid.m
+    samples = core.psf_window(p, grid.m, support, scale, single)
     samples.setflags(write=False)
     energy = float(np.sum(np.abs(p) ** 2) * grid.du**2 / area)
     return PsfSamples(samples, grid, energy)
@@ -176,13 +179,22 @@ def pixel_offsets(source: Source, detector: Detector) -> tuple[float, float]:
 
 
 def place(
-    samples: np.ndarray, source: Source, scene: Scene, band: float, sampling: Sampling, q: int = 1
+    samples: np.ndarray,
+    source: Source,
+    scene: Scene,
+    band: float,
+    sampling: Sampling,
+    q: int = 1,
+    *,
+    scale: float = 1.0,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Integrate the band-limited intensity over each detector pixel at the source's exact position.
 
     ``samples`` are taken every ``q`` pixels (``q`` > 1 only for point sources). Pixel j sits at
     ``t_j = (j + base) / q`` samples from the source; the pixels of one phase ``j mod q`` share the
-    sub-sample offset and use one separable filter.
+    sub-sample offset and use one separable filter. The result is multiplied by ``scale`` (last, so that
+    1 changes nothing) and written into ``out`` (float64, detector shape) when given.
     """
     det = scene.detector
     n = det.n
@@ -193,7 +205,8 @@ def place(
     if source.extent.kind == "image":
         from icl.optics.image_source import place_image
 
-        return place_image(samples, source, scene, band, sampling)
+        img = place_image(samples, source, scene, band, sampling)
+        return img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
     if source.extent.kind == "point":
         tables = []
         for base in (base_y, base_x):
@@ -205,10 +218,11 @@ def place(
                 offsets.append(math.floor(c) - (t.size - 1) // 2 + s // 2)
             tables.append((np.stack(taps), np.array(offsets, dtype=np.intp)))
         (ty, r0), (tx, c0) = tables
-        return core.place_polyphase(samples, ty, tx, r0, c0, n, n)
+        return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out)
     fx, fy = math.floor(base_x), math.floor(base_y)
     kern, k2 = disk_kernel(base_y - fy, base_x - fx, source.extent.diameter_arcmin / step, band, tol)
-    return core.convolve_linear(samples, kern, fy + k2 + s // 2, fx + k2 + s // 2, n, n)
+    img = core.convolve_linear(samples, kern, fy + k2 + s // 2, fx + k2 + s // 2, n, n)
+    return img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
 
 
 def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
@@ -234,7 +248,7 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     q_point = sample_step(scene)
     steps = [q_point if src.extent.kind == "point" else 1 for src in scene.sources]
     supports = {q: support_samples(scene, sampling, q) for q in set(steps)}
-    comps = np.zeros((len(scene.sources), det.n, det.n))
+    comps = np.empty((len(scene.sources), det.n, det.n))  # placement writes every pixel
     ledgers = []
     used = {}
     for i, src in enumerate(scene.sources):
@@ -250,13 +264,16 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
                 f"{scene.pupil.diameter_mm} mm pupil at {min(w for w, _ in src.spectrum)} nm "
                 f"(band {band:.3f} > {MAX_BAND})"
             )
-        weighted = sum(w * ps.samples for ps, w in parts)
+        # One wavelength of weight 1 (the common case) places its samples as they are: no copy.
+        if len(parts) == 1 and parts[0][1] == 1.0:
+            weighted = parts[0][0].samples
+        else:
+            weighted = sum(w * ps.samples for ps, w in parts)
         if src.flux != 0.0 and np.any(weighted):
-            np.multiply(
-                place(np.asarray(weighted, dtype=float), src, scene, band, sampling, q),
-                src.flux,
-                out=comps[i],
-            )
+            samples = np.asarray(weighted, dtype=float)
+            place(samples, src, scene, band, sampling, q, scale=src.flux, out=comps[i])
+        else:
+            comps[i] = 0.0
         grid_energy = src.flux * sum(w * ps.grid_energy for ps, w in parts)
         ledgers.append(energy_ledger(src, scene.pupil, comps[i], grid_energy))
         for (lam, _), (ps, _) in zip(src.spectrum, parts):
@@ -282,6 +299,7 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
             "support_samples": supports,
             "fft_factor": sampling.fft_factor,
             "tap_tolerance": sampling.tap_tolerance,
+            "single_precision_fft": sampling.single_precision_fft,
             "wavelengths_nm": used,
         },
     )
