@@ -23,7 +23,6 @@ into the run record.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import stat
 import tarfile
@@ -79,9 +78,26 @@ ARCHIVE_SUFFIXES = (".zip", ".whl", ".egg", ".pyz", ".tar", ".tar.gz", ".tgz", "
 
 
 @dataclass
+class _Print:
+    """Fingerprints of one file, as copydetect's ``CodeFingerprint`` holds them, hashed reproducibly.
+
+    copydetect hashes k-grams with Python's ``hash``, salted per process, so the fingerprints the
+    winnowing keeps (and the similarities) would change from run to run; here every k-gram gets a fixed
+    64-bit hash (:func:`_kgram_hashes`) and copydetect's winnowing, slicing and coverage do the rest.
+    """
+
+    filtered_code: str
+    k: int
+    hashes: set[int]
+    hash_idx: dict[int, list[int]]
+    token_coverage: int
+    all_hashes: Any  # numpy int64, one per k-gram
+
+
+@dataclass
 class _Doc:
     name: str
-    fp: Any  # copydetect.CodeFingerprint
+    fp: _Print
 
 
 def _language(name: str, head: bytes) -> str | None:
@@ -110,12 +126,40 @@ def _filtered(text: str, language: str) -> str:
         logging.getLogger().disabled = was
 
 
-def _fingerprint(name: str, text: str, language: str, filtered: str | None = None) -> Any:
-    from copydetect import CodeFingerprint
+def _kgram_hashes(doc: str, k: int) -> Any:
+    """Hash every k-gram of ``doc`` to a fixed 64 bits: a polynomial hash modulo 2^64, then mixed."""
+    import numpy as np
 
-    if filtered is None:
-        filtered = _filtered(text, language)
-    return CodeFingerprint(name, K, WINDOW, fp=io.StringIO(filtered), filter=False)
+    c = np.frombuffer(doc.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    n = len(c) - k + 1
+    if n <= 0:
+        return np.zeros(0, np.int64)
+    base = np.uint64(0x100000001B3)  # odd, so invertible modulo 2^64
+    inv = np.uint64(pow(int(base), -1, 1 << 64))
+    with np.errstate(over="ignore"):
+        one = np.ones(1, np.uint64)
+        powers = np.concatenate([one, np.cumprod(np.full(len(c) - 1, base, np.uint64))])  # base^j
+        prefix = np.concatenate([[np.uint64(0)], np.cumsum(c * powers, dtype=np.uint64)])
+        inv_powers = np.concatenate([one, np.cumprod(np.full(n - 1, inv, np.uint64))])  # base^-i
+        z = (prefix[k : k + n] - prefix[:n]) * inv_powers  # sum of c[i + t] base^t
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # splitmix64 finaliser
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return z.view(np.int64)
+
+
+def _fingerprint(filtered: str) -> _Print:
+    """Winnow the k-grams of a filtered token stream (copydetect's robust winnowing)."""
+    from copydetect.utils import get_token_coverage, winnow
+
+    all_hashes = _kgram_hashes(filtered, K)
+    hash_idx: dict[int, list[int]] = {}
+    if len(all_hashes):
+        kept, idx = winnow(all_hashes, WINDOW, remove_duplicates=False)
+        for h, i in zip(kept.tolist(), idx.tolist(), strict=True):
+            hash_idx.setdefault(h, []).append(i)
+    coverage = int(get_token_coverage(hash_idx, K, len(filtered))) if hash_idx else 0
+    return _Print(filtered, K, set(hash_idx), hash_idx, coverage, all_hashes)
 
 
 def _cached_filtered(path: str, data: bytes, language: str) -> str:
@@ -174,25 +218,26 @@ def _reference(key: tuple[tuple[str, int, int], ...]) -> tuple[list[_Doc], dict[
         lang = _language(path, data[:256])
         if lang:
             data = data[:MAX_CODE_FILE]
-            docs.append(_Doc(path, _fingerprint(path, "", lang, _cached_filtered(path, data, lang))))
+            docs.append(_Doc(path, _fingerprint(_cached_filtered(path, data, lang))))
     union: set[int] = set()
     periodic: set[int] = set()
     for d in docs:
         union |= d.fp.hashes
-        periodic |= _periodic_hashes(d.fp.filtered_code, d.fp.k) & d.fp.hashes
+        periodic |= _periodic_hashes(d.fp) & d.fp.hashes
     for d in docs:
         d.fp.hashes -= periodic
     return docs, hashes, union - periodic, {}
 
 
-def _periodic_hashes(doc: str, k: int, max_period: int = PERIODIC) -> set[int]:
-    """Hashes (as copydetect computes them) of the k-grams of ``doc`` that repeat with a short period.
+def _periodic_hashes(fp: _Print, max_period: int = PERIODIC) -> set[int]:
+    """Hashes of the k-grams of a file that repeat with a period of at most ``max_period`` characters.
 
     Tables of literals (``"S":"S",`` over and over once filtered) and runs of the same statement match
     any other table; they say nothing about where code came from.
     """
     import numpy as np
 
+    doc, k = fp.filtered_code, fp.k
     a = np.frombuffer(doc.encode("utf-32-le"), dtype=np.uint32)
     n = len(a) - k + 1
     if n <= 0:
@@ -202,7 +247,7 @@ def _periodic_hashes(doc: str, k: int, max_period: int = PERIODIC) -> set[int]:
         eq = np.concatenate([[0], np.cumsum(a[p:] == a[:-p])])  # eq[j] = matches among the first j pairs
         span = k - p  # a k-gram at i has period p when a[i+t] == a[i+t+p] for t < k - p
         periodic |= (eq[span : span + n] - eq[:n]) == span
-    return {hash(doc[i : i + k]) for i in np.flatnonzero(periodic)}
+    return set(fp.all_hashes[periodic].tolist())
 
 
 def _reference_now() -> tuple[list[_Doc], dict[str, str], set[int], dict]:
@@ -265,7 +310,7 @@ def _copied(fp: Any, shared: set[int]) -> int:
 def compare_code(name: str, text: str, language: str) -> dict[str, Any]:
     """Similarity of one code file to the reference package (see the module docstring)."""
     docs, _, union, _ = _reference_now()
-    fp = _fingerprint(name, text, language)
+    fp = _fingerprint(_filtered(text, language))
     shared = fp.hashes & union
     copied = _copied(fp, shared)
     coverage = max(fp.token_coverage, 1)
