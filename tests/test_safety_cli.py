@@ -89,12 +89,13 @@ def test_eye_trace_table_is_whole_at_80_columns(tmp_path):
 
 
 def test_demo_table_is_whole_at_80_columns():
-    from icl.demo import BASELINES, baseline_table
+    from icl.demo import baseline_table
+    from icl.halo.baselines import MODES
     from rich.console import Console
 
     t = baseline_table()
-    for mode in BASELINES:
-        t.add_row(mode, "100.00", "100.00", "100.00", "40")
+    for mode in MODES:
+        t.add_row("test", mode, "100.00", "100.00", "-", "40")
     console = Console(width=80, record=True)
     console.print(t)
     text = console.export_text()
