@@ -26,6 +26,10 @@ from icl.halo.release import build_reference
 from icl.optics import render
 
 
+def _cell(metrics: dict, name: str) -> str:
+    return f"{metrics[name]['value']:.1e}" if name in metrics else "-"
+
+
 def halo_table() -> None:
     scales = {k: s for k, (_, s) in TERMS.items()}
     print("| condition | sources x wavelengths | full_l1 | halo_l1 | energy | centroid_arcmin | ranked | "
@@ -42,18 +46,18 @@ def halo_table() -> None:
             lobes = [(s["wick_arcmin"] or s["expected_wick_arcmin"], s["main_lobe_radius_arcmin"])
                      for s in ref.record["sources"]]
             t3 = time.perf_counter()
-            check = crosscheck(cond.scene, res.components, scales, halo_mask=lobe_mask(res.x_arcmin, lobes))
+            mask = lobe_mask(res.x_arcmin, lobes)
+            check = crosscheck(cond.scene, res.components, scales, halo_mask=mask)
             t4 = time.perf_counter()
             t_ref += (t2 - t1) - (t4 - t3)
             t_chk += t4 - t3
-            m = check["metrics"]
-            cell = lambda k: f"{m[k]['value']:.1e}" if k in m else "-"  # noqa: E731
+            cells = [_cell(check["metrics"], k) for k in ("full_l1", "halo_l1", "energy", "centroid_arcmin")]
             shape = " + ".join(str(len(s.spectrum)) for s in cond.scene.sources)
-            print(f"| {cond.id} | {shape} | {cell('full_l1')} | {cell('halo_l1')} | {cell('energy')} | "
-                  f"{cell('centroid_arcmin')} | {'yes' if check['ranked'] else 'no'} | {t1 - t0 + (t2 - t1) - (t4 - t3):.2f} | "
-                  f"{t4 - t3:.2f} |")
-    print(f"\nlimits (a third of each scale): " + ", ".join(f"{k} {scales[k] / 3:.3g}" for k in
-                                                          ("full_l1", "halo_l1", "energy", "centroid_arcmin")))
+            ranked = "yes" if check["ranked"] else "no"
+            print(f"| {cond.id} | {shape} | {' | '.join(cells)} | {ranked} | "
+                  f"{t1 - t0 + (t2 - t1) - (t4 - t3):.2f} | {t4 - t3:.2f} |")
+    names = ("full_l1", "halo_l1", "energy", "centroid_arcmin")
+    print("\nlimits (a third of each scale): " + ", ".join(f"{k} {scales[k] / 3:.3g}" for k in names))
     print(f"total: references {t_ref:.1f} s, cross-checks {t_chk:.1f} s")
 
 
@@ -63,7 +67,8 @@ def pro_table(folder: Path, seed: int, generate: bool) -> None:
 
         t0 = time.perf_counter()
         gen(folder, per_template=4, seed=seed, progress=False)
-        print(f"pro release (4 instances per template + 1 OOD, seed {seed}): {time.perf_counter() - t0:.0f} s")
+        dt = time.perf_counter() - t0
+        print(f"pro release (4 instances per template + 1 OOD, seed {seed}): {dt:.0f} s")
     per = defaultdict(lambda: {"instances": 0, "ranked": 0, "thin": 0, "thick": 0, "tol": None,
                                "l1": 0.0, "energy": 0.0, "centroid": 0.0})
     for f in sorted((folder / "private" / "references").glob("*.json")):
@@ -96,7 +101,7 @@ def pro_table(folder: Path, seed: int, generate: bool) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pro", default="/tmp/icl-crosscheck-pro", help="where to write the professional release")
+    ap.add_argument("--pro", default="/tmp/icl-crosscheck-pro", help="folder of the professional release")
     ap.add_argument("--pro-seed", type=int, default=11)
     ap.add_argument("--skip-pro", action="store_true")
     ap.add_argument("--pro-existing", action="store_true", help="summarise an existing release in --pro")

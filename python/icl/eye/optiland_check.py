@@ -55,7 +55,7 @@ def _centred_steps(eye: Eye, implant: Implant | None, wavelength_nm: float) -> l
 
 
 def build(eye: Eye, implant: Implant | None = None, wavelength_nm: float = 550.0):
-    """The centred eye (with the implant's optic, without its hole) as an optiland ``Optic``.
+    """Rebuild the centred eye (with the implant's optic, without its hole) as an optiland ``Optic``.
 
     Surfaces in the order light meets them, indices at ``wavelength_nm`` as ideal materials, the stop at
     the crystalline lens front (the iris plane of the data package), the image surface on the retina
@@ -82,7 +82,7 @@ def build(eye: Eye, implant: Implant | None = None, wavelength_nm: float = 550.0
 
 @dataclass(frozen=True)
 class Comparison:
-    """This tracer and optiland on the same eye, wavelength and rays (lengths in mm unless named)."""
+    """Both tracers on the same eye, wavelength and rays (lengths in mm unless named)."""
 
     power_d: tuple[float, float]
     efl_mm: tuple[float, float]
