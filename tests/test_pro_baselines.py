@@ -160,3 +160,45 @@ def test_changed_code_is_not_run_and_scores_zero(release, tmp_path):
     assert r["gates"]["G3"]["pass"] is False
     assert all(c["score"] == 0.0 and "code_not_frozen" in c["reason"] for c in r["checks"])
     shutil.rmtree(tmp_path / "run0")
+
+
+def test_sampling_intervention_flip_fails_g4(tmp_path):
+    """G4 measured: the hidden sampling-check set repeats instances with finer sampling; a key conclusion
+    that changes between the cold start and that set fails G4 (here a vault and its category)."""
+    from icl.io import load_json, write_json
+    from icl.pro.evaluate import SAMPLING_SET, build_inputs, mark_sampling, record_sampling_check
+
+    sets = input_sets(["A01-04", "C01-04", "C01-05", "D02-04", "F03-04"], sampling=True)
+    assert sets[SAMPLING_SET] == ["C01-04", "F03-04"]  # the first instance of each sampled template
+    rel = tmp_path / "rel"
+    generate(rel, per_template=4, seed=2, progress=False, only=["A02"])
+    ids = select_instances(rel, 2)
+    inputs = build_inputs(rel, {"base": ids, SAMPLING_SET: ids[:1]}, tmp_path / "inputs")
+    mark_sampling(inputs[SAMPLING_SET])
+    assert load_json(inputs[SAMPLING_SET] / ids[0] / "task.json")["sampling"]["pupil_samples_factor"] == 2.0
+    assert "sampling" not in load_json(inputs["base"] / ids[0] / "task.json")
+    refs = load_json(rel / "private" / "references" / f"{ids[0]}.json")["checks"]
+
+    def fake_run(name: str, vault_shift: float, category: str) -> Path:
+        run = tmp_path / name
+        ok = {"ok": True, "exit_status": 0, "violations": [], "frozen_sha256": "h", "code_sha256_before": "h",
+              "code_sha256_after": "h"}
+        for s, dv, cat in (("base", 0.0, refs["A02.2"]["value"]), (SAMPLING_SET, vault_shift, category)):
+            write_json(run / s / "results" / ids[0] / "base" / "metrics.json",
+                       {"vault_mm": refs["A02.1"]["value"] + dv, "vault_category": cat})
+        write_json(run / "sets.json", {"sets": [
+            {"set": "base", "instances": ids, "output": "base", "record": ok},
+            {"set": SAMPLING_SET, "instances": [], "compares": ids[:1], "output": SAMPLING_SET,
+             "record": ok}]})
+        return run
+
+    steady = fake_run("steady", 0.001, refs["A02.2"]["value"])  # within the 0.005 mm tolerance
+    check = record_sampling_check(rel, steady)
+    assert check["flips"] == [] and check["compared"] == 2  # A02.3 unanswered both times: not compared
+    assert "flips" not in score_run(rel, steady)["gates"]["G4"]["reason"]
+    other = "low" if refs["A02.2"]["value"] != "low" else "high"
+    flipped = fake_run("flipped", 0.05, other)
+    check = record_sampling_check(rel, flipped)
+    assert sorted(f["check"] for f in check["flips"]) == ["A02.1", "A02.2"]
+    g4 = score_run(rel, flipped)["gates"]["G4"]
+    assert g4["pass"] is False and "a conclusion flips with sampling" in g4["reason"]

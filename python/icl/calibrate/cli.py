@@ -8,6 +8,12 @@ from pathlib import Path
 import click
 
 TRACKS = ("pro", "halo", "patient", "forensics")
+DEFAULT_RELEASES = {
+    "halo": "default development split (`icl halo-generate`; its bytes do not depend on the key)",
+    "patient": "FICTIONAL demo set (`icl patient-demo`, seed 2026)",
+    "forensics": "default development release (`icl forensics-generate --seed 20261003`, labels rebuildable)",
+    "pro": "development release `icl pro-generate --seed 7` (8 instances per template; answers rebuildable)",
+}
 
 
 def _commit() -> str:
@@ -96,7 +102,7 @@ def calibrate(
     ) as bar:
         if release is None:
             release = _default_release(track, work / "release", bar)
-            context["release"] = f"default development release built into {release} (answers rebuildable)"
+            context["release"] = DEFAULT_RELEASES[track]
         else:
             context["release"] = str(release)
         table, extra = _run(track, release, work, split, runs, per_template, raster, bar)

@@ -14,6 +14,13 @@ Layout of one run of one submission (``<work>/<name>/run<k>/``)::
 
 :func:`icl.pro.score.score_run` reads ``sets.json``: instances of a set whose record is not ``ok`` score
 0 with the record's reason, and gate G3 passes only when every set ran ``ok`` under the frozen hash.
+
+Gate G4 is measured as well as declared: a hidden ``sampling-check`` set repeats one instance of each
+forward template (:data:`SAMPLING_TEMPLATES`) with ``task.json`` asking for finer sampling
+(:data:`SAMPLING`: twice the pupil samples and rays, a 1.5 times longer FFT period). The frozen code runs it
+like any set; :func:`sampling_check` then compares every key conclusion of those instances (labels, choices,
+sets and orders exactly; numbers within the check's tolerance) with the cold-start run and writes the flips
+into ``sets.json``. A conclusion that flips fails G4 (:func:`icl.pro.score.score_run`).
 """
 
 from __future__ import annotations
@@ -25,10 +32,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from icl.errors import InputError
 from icl.io import load_json, write_json
 from icl.pro.baselines.runner import STRATEGIES
 
 BASE_SET = "base"
+SAMPLING_SET = "sampling-check"
+SAMPLING = {"pupil_samples_factor": 2.0, "fft_period_factor": 1.5, "ray_count_factor": 2.0,
+            "note": "hidden sampling intervention: rerun with finer sampling; every conclusion should stand"}
+SAMPLING_TEMPLATES = ("C01", "C02", "C03", "C04", "C06", "F02", "F03")
+CONCLUSION_KINDS = ("label", "choice", "set", "sequence", "scalar", "angle")
 
 
 def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRATEGIES) -> list[Path]:
@@ -120,13 +135,91 @@ def select_instances(release: str | os.PathLike, per_template: int, split: str =
     return [i for t in sorted(by_t) for i in by_t[t][:per_template]]
 
 
-def input_sets(instances: Sequence[str]) -> dict[str, list[str]]:
-    """Group instances: ``base`` (cold start: all but group D), one hidden-intervention set per D template."""
+def input_sets(instances: Sequence[str], sampling: bool = False) -> dict[str, list[str]]:
+    """Group instances into input sets.
+
+    ``base`` (cold start: all but group D), one hidden-intervention set per D template and, with
+    ``sampling``, the ``sampling-check`` set (the first base instance of each sampled template).
+    """
     sets: dict[str, list[str]] = {BASE_SET: [i for i in instances if not i.startswith("D")]}
     for iid in instances:
         if iid.startswith("D"):
             sets.setdefault(f"intervention-{iid[:3]}", []).append(iid)
+    if sampling:
+        firsts: dict[str, str] = {}
+        for iid in sorted(sets[BASE_SET]):
+            if iid[:3] in SAMPLING_TEMPLATES:
+                firsts.setdefault(iid[:3], iid)
+        sets[SAMPLING_SET] = sorted(firsts.values())
     return {k: v for k, v in sets.items() if v}
+
+
+def mark_sampling(folder: str | os.PathLike) -> None:
+    """Add the hidden sampling request (:data:`SAMPLING`) to every ``task.json`` under ``folder``."""
+    for task in sorted(Path(folder).glob("*/task.json")):
+        doc = load_json(task)
+        doc["sampling"] = SAMPLING
+        write_json(task, doc)
+        task.chmod(0o644)
+
+
+def sampling_check(release: str | os.PathLike, run_dir: str | os.PathLike) -> dict:
+    """Compare the key conclusions of the ``sampling-check`` instances with the cold-start run.
+
+    Returns ``{"instances", "compared", "flips": [{"instance", "check", "base", "sampled"}]}``; a missing or
+    unreadable conclusion on either side counts as a flip (it cannot be shown to stand).
+    """
+    from icl.pro.catalog import load_catalog
+    from icl.pro.score import MAX_METRICS_BYTES
+
+    run_dir = Path(run_dir)
+    rows = {r["set"]: r for r in load_json(run_dir / "sets.json")["sets"]}
+    if SAMPLING_SET not in rows:
+        return {"instances": 0, "compared": 0, "flips": []}
+    catalog = load_catalog(Path(release) / "catalog.json")
+    compared, flips = 0, []
+    for iid in rows[SAMPLING_SET].get("compares", []):
+        refs = load_json(Path(release) / "private" / "references" / f"{iid}.json")["checks"]
+        for ch in catalog.template(iid[:3]).auto_checks:
+            if ch.kind not in CONCLUSION_KINDS or "case" not in refs.get(ch.id, {}):
+                continue
+            case = refs[ch.id]["case"]
+            got = []
+            for name in (BASE_SET, SAMPLING_SET):
+                p = run_dir / rows[name]["output"] / "results" / iid / case / "metrics.json"
+                try:
+                    m = load_json(p, max_bytes=MAX_METRICS_BYTES)
+                    got.append(m.get(ch.key) if isinstance(m, dict) else None)
+                except (OSError, InputError):
+                    got.append(None)
+            if got[0] is None and got[1] is None:
+                continue  # no answer either time: nothing to flip (the check itself scores 0)
+            compared += 1
+            if not _same_conclusion(ch, *got):
+                flips.append({"instance": iid, "check": ch.id, "base": got[0], "sampled": got[1]})
+    return {"instances": len(rows[SAMPLING_SET].get("compares", [])), "compared": compared, "flips": flips}
+
+
+def _same_conclusion(ch: Any, a: Any, b: Any) -> bool:
+    """Whether two answers to one check state the same conclusion (numbers within its tolerance)."""
+    if a is None or b is None:
+        return False
+    if ch.kind in ("scalar", "angle"):
+        try:
+            x, y = np.atleast_1d(np.asarray(a, float)), np.atleast_1d(np.asarray(b, float))
+        except (TypeError, ValueError):
+            return False
+        if x.shape != y.shape or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+            return False
+        d = np.abs(x - y)
+        if ch.kind == "angle":
+            d = np.abs((x - y + 90.0) % 180.0 - 90.0)
+        elif ch.relative:
+            d = d / np.maximum(np.abs(x), 1e-300)
+        return bool(d.max() <= (ch.tolerance or 0.0))
+    if ch.kind == "set" and isinstance(a, list) and isinstance(b, list):
+        return sorted(map(str, a)) == sorted(map(str, b))
+    return a == b
 
 
 def build_inputs(
@@ -180,8 +273,13 @@ def run_sets(
             logs_dir=run_dir / "logs" / name,
             mechanism=mechanism,
         )
-        rows.append({"set": name, "instances": list(ids), "output": name, "record": rec.to_dict(),
-                     "result_issues": validate_output(run_dir / name) if (run_dir / name).is_dir() else []})
+        issues = validate_output(run_dir / name) if (run_dir / name).is_dir() else []
+        if name == SAMPLING_SET:  # scored from the cold start; only compared (gate G4)
+            rows.append({"set": name, "instances": [], "compares": list(ids), "output": name,
+                         "record": rec.to_dict(), "result_issues": issues})
+        else:
+            rows.append({"set": name, "instances": list(ids), "output": name, "record": rec.to_dict(),
+                         "result_issues": issues})
     doc = {
         "format": "icl-pro-run-sets/1",
         "submission": str(Path(submission).resolve()),
@@ -190,6 +288,15 @@ def run_sets(
     }
     write_json(run_dir / "sets.json", doc)
     return doc
+
+
+def record_sampling_check(release: str | os.PathLike, run_dir: str | os.PathLike) -> dict:
+    """Run :func:`sampling_check` on an evaluated run and store its result in ``sets.json``."""
+    path = Path(run_dir) / "sets.json"
+    doc = load_json(path)
+    doc["sampling_check"] = sampling_check(release, run_dir)
+    write_json(path, doc)
+    return doc["sampling_check"]
 
 
 def evaluate(
@@ -206,6 +313,7 @@ def evaluate(
     mechanism: str | None = None,
     instances: Sequence[str] | None = None,
     progress: bool = True,
+    sampling: bool = True,
 ) -> list[dict]:
     """Freeze, run ``runs`` times through the harness, and score every submission.
 
@@ -220,8 +328,10 @@ def evaluate(
 
     work = Path(work)
     ids = list(instances) if instances is not None else select_instances(release, per_template)
-    sets = input_sets(ids)
+    sets = input_sets(ids, sampling=sampling)
     inputs = build_inputs(release, sets, work / "inputs")
+    if SAMPLING_SET in inputs:
+        mark_sampling(inputs[SAMPLING_SET])
     results = []
     for sub in submissions:
         sub = Path(sub)
@@ -242,6 +352,8 @@ def evaluate(
                 timeout_s=timeout_s,
                 mechanism=mechanism,
             )
+            if sampling:
+                record_sampling_check(release, d)
             dirs.append(d)
         results.append(score_submission(release, dirs, sub.name, instances=ids, bootstrap_n=bootstrap_n))
     return results

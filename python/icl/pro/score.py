@@ -489,6 +489,14 @@ def load_sets(run_dir: str | Path) -> list[dict] | None:
     return sets
 
 
+def sampling_flips(run_dir: str | Path) -> list:
+    """Conclusions that flipped under the hidden sampling intervention (``sets.json`` ``sampling_check``)."""
+    doc = load_json(Path(run_dir) / "sets.json")
+    check = doc.get("sampling_check") if isinstance(doc, dict) else None
+    flips = check.get("flips") if isinstance(check, dict) else None
+    return flips if isinstance(flips, list) else []
+
+
 def _record_reason(rec: dict) -> str | None:
     """Why a harness record makes its tasks score 0 (None when the run is ok)."""
     if rec.get("ok") is True and rec.get("exit_status") == 0 and not rec.get("violations"):
@@ -545,6 +553,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     rev = load_reviews(reviews)
     rev_detail, rev_head = review_record(reviews)
     sets = load_sets(run_dir)
+    sampled = sampling_flips(run_dir) if sets is not None else []
     where: dict[str, tuple[Path, str | None]] = {}
     for row in sets or []:
         for iid in row["instances"]:
@@ -593,6 +602,8 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
                                   refused is None and sc.results.is_dir())
         clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
     summary = aggregate(catalog, inst_scores)
+    if sampled:
+        flags[("*", "sampling_flips")] = True
     gates = _gates(catalog, checks_out, flags, _g3(sets, run_ok))
     return {"split": split, **summary, "gates": gates, "pending_expert_checks": pending, "reviews": rev_head,
             "professional_score_status": ("development score: " + f"{pending} expert checks pending")
@@ -622,13 +633,14 @@ def _gates(catalog: Catalog, checks: list[dict], flags: dict, g3: dict) -> dict:
     g1 = not a01 or any(c["score"] == 0.0 for c in a01) or any(k == "anatomy" and v for (_, k), v in flags.items())
     g2 = any(v and k in ("energy_gain", "disabled_mechanism") for (_, k), v in flags.items())
     converged = any(v and k == "converged" for (_, k), v in flags.items())
-    flips = any(v and k == "conclusion_flips" for (_, k), v in flags.items())
+    flips = any(v and k in ("conclusion_flips", "sampling_flips") for (_, k), v in flags.items())
     g5 = any(v and k == "fabricated" for (_, k), v in flags.items())
     no_model = any(v and k == "no_model" for (_, k), v in flags.items())
     return {"G1": fail_if(g1, "ICL placed as a lens replacement, behind the crystalline lens, or no anatomy answer"),
             "G2": fail_if(g2, "unexplained energy gain, or a disabled mechanism keeps its effect"),
             "G3": g3,
-            "G4": fail_if(not converged or flips, "no convergence evidence" if not converged else "a conclusion flips with sampling"),
+            "G4": fail_if(not converged or flips, "; ".join(
+                ([] if converged else ["no convergence evidence"]) + (["a conclusion flips with sampling"] if flips else []))),
             "G5": fail_if(g5 or no_model, "invented provenance for a parameter the inputs mark unknown or synthetic"
                           if g5 else "model/eye.json missing: the model's provenance cannot be audited")}
 

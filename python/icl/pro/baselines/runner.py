@@ -7,6 +7,8 @@ gaussian      a Gaussian of the Airy core's width at each source, correct total 
 hand_halo     Gaussian core plus a hand-drawn ring of fixed radius; knows the anatomy, nothing else.
 geometric     geometric optics only: paraxial and closed-form quantities right, PSF from ray blur, no diffraction.
 ignores_hole  full thin-phase wave optics with the central hole removed from every case.
+knowledge-qa  task text and catalogue definitions only, no computation (:mod:`icl.pro.baselines.full`).
+full-model    every auto check answered from the inputs with this package's engines (the ceiling).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from icl.pro.generate import LAYERS, eye_surfaces
 from icl.pro.package import load_package, scene_from_package
 from icl.pro.results_schema import ENERGY_UNITS, write_psf
 
-STRATEGIES = ("constant", "gaussian", "hand_halo", "geometric", "ignores_hole")
+STRATEGIES = ("constant", "gaussian", "hand_halo", "geometric", "ignores_hole", "knowledge-qa", "full-model")
 
 
 def _grid(pkg: dict) -> np.ndarray:
@@ -171,6 +173,10 @@ def _ledger(incident: float, blocked: float, rec: float) -> dict:
 
 def run(strategy: str, input_dir: Path, output_dir: Path) -> int:
     """Process every instance folder under ``input_dir``; return the number of instances written."""
+    if strategy in ("full-model", "knowledge-qa"):
+        from icl.pro.baselines import full
+
+        return full.run(strategy, input_dir, output_dir)
     count = 0
     for idir in sorted(p for p in input_dir.iterdir() if (p / "task.json").is_file()):
         task = load_json(idir / "task.json")
