@@ -59,19 +59,33 @@ def pro_score(release: Path, runs: tuple[Path, ...], name: str, split: str, revi
 
 
 def _table(scores: list[dict]) -> None:
+    """One table per track's board; runs not made by the harness (no track) in a table of their own."""
+    from icl.pro.score import leaderboard
+
+    for track in ("from-scratch", "reference-assisted"):
+        rows = leaderboard(scores, track)
+        if rows:
+            _print_rows(f"{track} board: professional_score (development score while expert review is pending)",
+                        rows)
+    loose = [s for s in scores if not s.get("boards")]
+    if loose:
+        _print_rows("professional_score of runs without harness records (no track, on no board)", leaderboard(loose))
+
+
+def _print_rows(title: str, rows: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from icl.pro.score import leaderboard
-
-    t = Table(title="professional_score (development score while expert review is pending)")
+    t = Table(title=title)
     for col in ("place", "name", "gates", "score", "worst", "95 % CI", "done", "wall s", "CPU s", "peak MiB",
                 "A", "B", "C", "D", "E", "F"):
         t.add_column(col)
-    rows = leaderboard(scores)
+    notes = []
     if not all(r["rankable"] for r in rows):
-        t.caption = ("place '-': not ranked, the release's answers can be rebuilt from public information "
+        notes.append("place '-': not ranked, the release's answers can be rebuilt from public information "
                      "(a --seed development release)")
+    notes += [f"{r['name']}: {r['board_reason']}" for r in rows if r.get("board_reason")]
+    t.caption = "\n".join(notes) or None
     for r in rows:
         gates = " ".join(f"{g}:{'-' if v is None else 'P' if v else 'F'}" for g, v in r["gates"].items())
         ci = "-" if r["bootstrap_95"] is None else f"{r['bootstrap_95'][0]:.1f}-{r['bootstrap_95'][1]:.1f}"
@@ -79,8 +93,9 @@ def _table(scores: list[dict]) -> None:
         cost = ("-", "-", "-") if not c else (f"{sum(c['wall_s']) / len(c['wall_s']):.1f}",
                                              f"{sum(c['cpu_s']) / len(c['cpu_s']):.1f}",
                                              f"{c['peak_rss_bytes'] / 2**20:.0f}")
-        t.add_row("-" if r["place"] is None else str(r["place"]), r["name"], gates, f"{r['professional_score']:.1f}", f"{r['worst']:.1f}", ci,
-                  f"{r['completion_rate']:.2f}", *cost, *(f"{r['groups'][g]:.2f}" for g in "ABCDEF"))
+        t.add_row("-" if r["place"] is None else str(r["place"]), r["name"], gates, f"{r['professional_score']:.1f}",
+                  f"{r['worst']:.1f}", ci, f"{r['completion_rate']:.2f}", *cost,
+                  *(f"{r['groups'][g]:.2f}" for g in "ABCDEF"))
     Console(width=200).print(t)
 
 

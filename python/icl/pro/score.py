@@ -705,8 +705,9 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
     from icl.keys import release_rankable
 
     rank_ok, rank_why = release_rankable(release)
-    return {"name": name, "split": split, "runs": len(runs), "professional_score": float(np.mean(totals)),
-            "rankable": rank_ok, "rankable_reason": rank_why,
+    score = float(np.mean(totals))
+    return {"name": name, "split": split, "runs": len(runs), "professional_score": score,
+            "rankable": rank_ok, "rankable_reason": rank_why, **_tracks(name, score, run_dirs),
             "professional_score_status": runs[0]["professional_score_status"], "worst": float(min(totals)),
             "reviews": runs[0]["reviews"],
             "run_scores": totals, "completion_rate": float(np.mean([r["completion_rate"] for r in runs])),
@@ -718,13 +719,35 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
             "run_details": runs}
 
 
-def leaderboard(scores: list[dict]) -> list[dict]:
+def _tracks(name: str, score: float, run_dirs: list[str | Path]) -> dict:
+    """The declared and effective track of a submission's runs and its score on each track's board.
+
+    Without harness records (runs not made by ``pro-run``) the track is unknown and the submission is on no
+    board: only evaluated runs are ranked.
+    """
+    from icl.sandbox.boards import board_entry
+
+    records = [row["record"] for d in run_dirs for row in (load_sets(d) or [])]
+    if not records:
+        return {"declared_track": None, "track": None, "boards": {}}
+    entry = board_entry(name, score, records)
+    return {k: entry[k] for k in ("declared_track", "track", "boards")}
+
+
+def leaderboard(scores: list[dict], track: str | None = None) -> list[dict]:
     """Ranked rows, then the rows that may not be ranked, listed apart without a place.
 
     Ranked rows (scores on a release with a secret key) are grouped by gate pass (all gates passed first),
     then by score, highest first; a score on a release whose answers can be rebuilt gets ``place`` None.
+    With ``track`` (``from-scratch`` or ``reference-assisted``) the rows are that track's board: only the
+    submissions listed there, each with its board score (0 on the from-scratch board for a run found to use
+    reference code, with the reason).
     """
-    rows = sorted(({"name": s["name"], "rankable": s.get("rankable") is True,
+    if track is not None:
+        scores = [dict(s, professional_score=s["boards"][track]["score"], board_reason=s["boards"][track]["reason"])
+                  for s in scores if track in (s.get("boards") or {})]
+    rows = sorted(({"name": s["name"], "rankable": s.get("rankable") is True, "track": s.get("track"),
+                    "board_reason": s.get("board_reason", ""),
                     "rankable_reason": s.get("rankable_reason", "not scored against a release manifest"),
                     "gates_passed": s["gates_passed"], "professional_score": s["professional_score"],
                     "worst": s["worst"], "bootstrap_95": s["bootstrap_95"], "completion_rate": s["completion_rate"],
