@@ -175,3 +175,26 @@ def test_bootstrap_is_clustered_across_the_release():
     assert hi - lo > 2.0 * (hi1 - lo1) > 0
     flat = {k: dict(v, score=0.5) for k, v in inst.items()}
     assert bootstrap([{"instances": flat}], catalog, n=100, seed=2) == pytest.approx([50.0, 50.0])
+
+
+def test_a01_hole_ray_and_anatomy_gate(fast, tmp_path):
+    """A01.1: naming the ICL material for a ray through the hole is a half mark, not an anatomy failure;
+    putting the ICL behind the crystalline lens fails gate G1."""
+    rel, out = fast
+    iid = "A01-02"
+    run = tmp_path / "run"
+    shutil.copytree(out, run)
+    path = run / "results" / iid / "base" / "metrics.json"
+    m = load_json(path)
+    order = m["layer_order"]
+    swapped = ["icl" if x == "icl_central_hole" else "icl_central_hole" if x == "icl" else x for x in order]
+    write_json(path, dict(m, layer_order=swapped))
+    r = score_run(rel, run, "test", instances=[iid], run_ok=True)
+    a01 = next(c for c in r["checks"] if c["check"] == "A01.1")
+    assert a01["score"] == 0.5 and r["gates"]["G1"]["pass"] is True
+    behind = [x for x in order if x not in ("icl", "icl_central_hole")]
+    behind.insert(behind.index("crystalline_lens") + 1, "icl")
+    write_json(path, dict(m, layer_order=behind))
+    r = score_run(rel, run, "test", instances=[iid], run_ok=True)
+    assert next(c for c in r["checks"] if c["check"] == "A01.1")["score"] == 0.0
+    assert r["gates"]["G1"]["pass"] is False

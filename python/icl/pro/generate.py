@@ -310,7 +310,7 @@ def a01(c: Ctx) -> Built:
     clear = f["vault"] + float(ref.conic_sag(hc, e["lens_anterior_radius"], 0.0)) - float(
         ref.conic_sag(hc, f["posterior_radius"], 0.0))
     b.task = {"vocabulary": sorted(LAYERS + ["icl_central_hole"]), "ray_height_mm": h, "clearance_height_mm": hc}
-    b.refs = {"A01.1": {"case": "base", "value": layers, "key_pair": [layers[4], "crystalline_lens"]},
+    b.refs = {"A01.1": {"case": "base", "value": layers, "key_pair": [["icl", "icl_central_hole"], "crystalline_lens"]},
               "A01.2": {"case": "base", "value": ant - e["cornea_thickness"]},
               "A01.3": {"case": "base", "value": clear}}
     return b

@@ -205,7 +205,9 @@ class InstanceScorer:
         if got == r["value"]:
             return 1.0, "order equals the reference"
         a, b = r["key_pair"]
-        if a in got and b in got and got.index(a) < got.index(b):
+        # Anatomy (gate G1) asks only that the implant, its optic or its hole, lies in front of the lens.
+        first = [i for i, x in enumerate(got) if x in (a if isinstance(a, list) else [a])]
+        if first and b in got and first[0] < got.index(b):
             return 0.5, "ICL in front of the retained crystalline lens; other layers out of order"
         self.flags["anatomy"] = True
         return 0.0, "crystalline lens missing or ICL behind it"
