@@ -3,12 +3,16 @@
 Prints power, EFL and RMS spot at the paraxial focus from both, the RMS spot of both tracers on the same
 ray sets (uniform square grid clipped to the pupil, hexapolar rings) at the paraxial and best focus, and
 rays x surfaces per second for 1e4..1e7 rays (apertures, optical path and Fresnel weights on; optiland up to
-1e6 rays), timed in rounds that run both tracers back to back, with the load average: the machine may be shared.
+1e6 rays). Timing: in one process, interleaved rounds (icl in place on 1 and 2 threads, icl returning new
+arrays on 2 threads, optiland, then again), medians over the rounds, with the load average before and after:
+the machine may be shared. Both tracers get their rays ready before the clock starts; optiland and icl's
+in-place call overwrite them, icl's other call allocates and fills new output arrays.
 Ray-surfaces count the surfaces each tracer goes through: 4 for icl (cornea to lens back), 5 for optiland
 (the same 4 and the image plane), so the ray-surface ratio is 4/5 of the ratio of times for the same rays.
-Run: python bench/raytrace_peers.py
+Run: python bench/raytrace_peers.py [--rounds 11]
 """
 
+import argparse
 import os
 import sys
 import time
@@ -17,13 +21,15 @@ import warnings
 import numpy as np
 from icl._core_loader import core
 from icl.eye import navarro_1985, paraxial, trace
+from icl.eye.trace import TraceOptions
 from icl.eye.wavefront import pupil_rays
 
 warnings.filterwarnings("ignore")
 LAM = 550.0
 
 
-def ours(n_rays):
+def icl_rays(n_rays):
+    """The timed problem for icl: rays uniform on the pupil (seeded), the surfaces with clear apertures."""
     eye = navarro_1985()
     par = paraxial(eye, None, LAM)
     rng = np.random.default_rng(1)
@@ -33,6 +39,12 @@ def ours(n_rays):
     steps = [s.to_core() for s in eye.steps(LAM)]
     for st in steps:
         st.r_outer = 5.0  # clear apertures on
+    return steps, rays, par
+
+
+def ours(n_rays):
+    """One trace returning new arrays: (seconds, output, paraxial data)."""
+    steps, rays, par = icl_rays(n_rays)
     t0 = time.perf_counter()
     out = trace(steps, rays)
     return time.perf_counter() - t0, out, par
@@ -82,8 +94,6 @@ def rms_about_centroid(x, y):
 
 def spot_definitions():
     """RMS spot (um) of both tracers on identical ray sets; ours also at the best focus."""
-    from icl.eye.trace import TraceOptions
-
     eye = navarro_1985()
     par = paraxial(eye, None, LAM)
     o = None
@@ -97,24 +107,29 @@ def spot_definitions():
         out = trace(eye.steps(LAM), pupil_rays(u, v, (0.0, 0.0), par.entrance_pupil_z),
                     TraceOptions(apertures=False, fresnel=False))
 
-        def at(z):
+        def at(z, out=out):
             t = (z - out.z) / out.n
             return rms_about_centroid(out.x + t * out.l, out.y + t * out.m)
 
         zs = par.back_focal_z + np.linspace(-0.3, 0.05, 701)
         rms = [at(z) for z in zs]
         best = int(np.argmin(rms))
-        line = (f"{name:>20s}: icl paraxial focus {at(par.back_focal_z):.3f} um, best focus {rms[best]:.3f} um "
-                f"({(zs[best] - par.back_focal_z) * 1e3:+.1f} um)")
+        line = (f"{name:>20s}: icl paraxial focus {at(par.back_focal_z):.3f} um, "
+                f"best focus {rms[best]:.3f} um ({(zs[best] - par.back_focal_z) * 1e3:+.1f} um)")
         if o is not None:
             n = u.size
-            rr = RealRays(u, v, np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n), np.ones(n), np.full(n, LAM / 1000))
+            rr = RealRays(u, v, np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n), np.ones(n),
+                          np.full(n, LAM / 1000))
             o.surfaces.trace(rr)
-            line += f"; optiland paraxial focus {rms_about_centroid(np.asarray(rr.x), np.asarray(rr.y)):.3f} um"
+            rms_o = rms_about_centroid(np.asarray(rr.x), np.asarray(rr.y))
+            line += f"; optiland paraxial focus {rms_o:.3f} um"
         print(line)
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=11, help="interleaved rounds (a quarter at 1e7 rays)")
+    args = ap.parse_args()
     core.set_num_threads(2)
     spot_definitions()
     _, out, par = ours(200_000)
@@ -130,61 +145,69 @@ def main():
 
         o, _ = optiland_eye()
         p = o.paraxial
+        spot = SpotDiagram(o, num_rings=32).rms_spot_radius()[0][0] * 1e3
         print(f"optiland: power {1000 / -p.f1():.4f} D  EFL {-p.f1():.5f} mm  "
-              f"RMS spot at paraxial focus {SpotDiagram(o, num_rings=32).rms_spot_radius()[0][0] * 1e3:.3f} um "
+              f"RMS spot at paraxial focus {spot:.3f} um "
               "(hexapolar, 32 rings)")
     except ImportError:
         o = None
         print("optiland not installed: pip install optiland", file=sys.stderr)
-    speed(o)
+    speed(o, args.rounds)
 
 
-def time_ours(n, threads):
-    """Time (s) of one call of icl's trace on ``n`` rays with ``threads`` threads."""
-    core.set_num_threads(threads)
-    return ours(n)[0]
-
-
-def time_optiland(o, n):
-    """Time (s) of one call of optiland's ``surfaces.trace`` on ``n`` rays (the same pupil points as icl's)."""
+def optiland_rays(n):
+    """optiland's rays on the same pupil points as icl's."""
     from optiland.rays import RealRays
 
     rng = np.random.default_rng(1)
     r = np.sqrt(rng.uniform(0, 1, n)) * 1.6
     ph = rng.uniform(0, 2 * np.pi, n)
-    rr = RealRays(r * np.cos(ph), r * np.sin(ph), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n), np.ones(n),
-                  np.full(n, LAM / 1000))
-    t0 = time.perf_counter()
-    o.surfaces.trace(rr)
-    return time.perf_counter() - t0
+    return RealRays(r * np.cos(ph), r * np.sin(ph), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n),
+                    np.ones(n), np.full(n, LAM / 1000))
 
 
-def speed(o):
-    """Rays x surfaces per second, icl on 1 and 2 threads and optiland, with the load average.
+def speed(o, rounds):
+    """Rays x surfaces per second of each contender, timed in interleaved rounds, with the load average.
 
-    On a shared machine the load changes from second to second, so each round times icl (1 thread, 2 threads)
-    and optiland back to back; rates are the best round's, the ratio is the median over rounds of the
-    round's ratio (icl's better thread count against optiland in the same round).
+    Each round prepares fresh rays for every contender (not timed), then times icl in place on 1 and 2
+    threads, icl with new output arrays on 2 threads and optiland one after the other. Rates use the median
+    time over the rounds; the ratios are the medians over rounds of optiland's time over icl's (2 threads,
+    in place) in the same round.
     """
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    print(f"speed (M ray-surfaces/s; load average {load} on {os.cpu_count()} cores)")
-    print("| rays | icl 1 thread | icl 2 threads | optiland | ratio of ray-surfaces/s | ratio of times |")
-    print("|---|---|---|---|---|---|")
+    print(f"speed (M ray-surfaces/s, medians of interleaved rounds; {os.cpu_count()} cores)")
+    print("| rays | rounds | icl in place, 1 thread | icl in place, 2 threads | icl new arrays, 2 threads "
+          "| optiland | ratio of ray-surfaces/s | ratio of times | load average before / after |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    opts = TraceOptions()
     for n in (10_000, 100_000, 1_000_000, 10_000_000):
-        rounds = 7 if n <= 100_000 else 5 if n <= 1_000_000 else 2
-        t1, t2, to = [], [], []
-        for _ in range(rounds):
-            t1.append(time_ours(n, 1))
-            t2.append(time_ours(n, 2))
+        nr = rounds if n <= 1_000_000 else max(2, rounds // 4)
+        steps, rays, _ = icl_rays(n)
+        times = {"1": [], "2": [], "new": [], "opt": []}
+        load0 = os.getloadavg()[0]
+        for _ in range(nr):
+            for key, threads in (("1", 1), ("2", 2)):
+                batch = rays.copy()
+                core.set_num_threads(threads)
+                t0 = time.perf_counter()
+                trace(steps, batch, opts, in_place=True)
+                times[key].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            trace(steps, rays, opts)
+            times["new"].append(time.perf_counter() - t0)
             if o is not None and n <= 1_000_000:
-                to.append(time_optiland(o, n))
-        row = f"| {n:.0e} | {4 * n / min(t1) / 1e6:.1f} | {4 * n / min(t2) / 1e6:.1f} |"
-        if to:
-            times = float(np.median([b / min(a1, a2) for a1, a2, b in zip(t1, t2, to)]))
-            row += f" {5 * n / min(to) / 1e6:.2f} | {times * 4 / 5:.1f}x | {times:.1f}x |"
+                rr = optiland_rays(n)
+                t0 = time.perf_counter()
+                o.surfaces.trace(rr)
+                times["opt"].append(time.perf_counter() - t0)
+        med = {k: float(np.median(v)) if v else None for k, v in times.items()}
+        row = (f"| {n:.0e} | {nr} | {4 * n / med['1'] / 1e6:.1f} | {4 * n / med['2'] / 1e6:.1f} | "
+               f"{4 * n / med['new'] / 1e6:.1f} |")
+        if times["opt"]:
+            ratio = float(np.median([b / a for a, b in zip(times["2"], times["opt"], strict=True)]))
+            row += f" {5 * n / med['opt'] / 1e6:.2f} | {ratio * 4 / 5:.1f}x | {ratio:.1f}x |"
         else:
-            row += " | | |"
-        print(row)
+            row += " - | - | - |"
+        print(row + f" {load0:.2f} / {os.getloadavg()[0]:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

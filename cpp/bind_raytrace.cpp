@@ -109,4 +109,32 @@ void register_raytrace(py::module_& m) {
     py::arg("m"), py::arg("n"), py::arg("opl"), py::arg("w"), py::arg("flags"),
     "Trace rays (structure of arrays, mm) through the surfaces in order; returns new (x, y, z, l, m, n, opl, w, "
     "flags). Rays with a non-zero flag are left untouched.");
+
+    // In place: no output arrays to allocate and first touch (at a million rays that costs more than tracing
+    // through a few surfaces). The arrays must already be C-contiguous, writeable and of the right type: noconvert
+    // refuses anything that would need a converted copy, whose update would be lost.
+    using dinout = py::array_t<double, py::array::c_style>;
+    using uinout = py::array_t<std::uint32_t, py::array::c_style>;
+    m.def("trace_rays_inplace", [](const std::vector<rt::Surface>& surfaces, const rt::Options& opt, dinout& x,
+                                   dinout& y, dinout& z, dinout& l, dinout& mm, dinout& n, dinout& opl, dinout& w,
+                                   uinout& flags) {
+        const auto cnt = x.size();
+        for (dinout* a : {&x, &y, &z, &l, &mm, &n, &opl, &w}) {
+            if (a->size() != cnt) throw std::invalid_argument("trace_rays_inplace: ray arrays must have equal length");
+            if (!a->writeable()) throw std::invalid_argument("trace_rays_inplace: ray arrays must be writeable");
+        }
+        if (flags.size() != cnt || !flags.writeable())
+            throw std::invalid_argument("trace_rays_inplace: flags must be writeable and match the ray arrays");
+        const rt::Rays rays{x.mutable_data(), y.mutable_data(), z.mutable_data(), l.mutable_data(), mm.mutable_data(),
+                            n.mutable_data(), opl.mutable_data(), w.mutable_data(), flags.mutable_data(),
+                            static_cast<std::ptrdiff_t>(cnt)};
+        {
+            py::gil_scoped_release nogil;
+            rt::trace(surfaces.data(), static_cast<std::ptrdiff_t>(surfaces.size()), opt, rays);
+        }
+    }, py::arg("surfaces"), py::arg("options"), py::arg("x").noconvert(), py::arg("y").noconvert(),
+    py::arg("z").noconvert(), py::arg("l").noconvert(), py::arg("m").noconvert(), py::arg("n").noconvert(),
+    py::arg("opl").noconvert(), py::arg("w").noconvert(), py::arg("flags").noconvert(),
+    "Trace rays (C-contiguous float64 arrays and uint32 flags, mm) through the surfaces in order, overwriting "
+    "them. Rays with a non-zero flag are left untouched.");
 }

@@ -275,3 +275,32 @@ def test_single_precision_render_stays_within_its_rounding():
     m = psf_samples(Pupil(), 550.0, 4.0, 128, Sampling(fft_factor=1.0)).grid.m
     full = psf_samples(Pupil(), 550.0, 4.0, m, Sampling(fft_factor=1.0))
     assert full.samples.sum() == pytest.approx(full.grid_energy, rel=1e-12)  # Parseval: double precision
+
+
+def test_trace_in_place_gives_the_same_bits_and_refuses_copies():
+    # In place overwrites the batch with exactly what the copying call returns; an array that would need a
+    # converted copy (wrong type, not contiguous, read-only) is refused, since its update would be lost.
+    from icl.eye import navarro_1985, paraxial, trace
+    from icl.eye.trace import TraceOptions
+    from icl.eye.wavefront import pupil_rays
+
+    eye = navarro_1985()
+    rng = np.random.default_rng(10)
+    r, phi = np.sqrt(rng.uniform(0, 1, 3001)) * 1.7, rng.uniform(0, 2 * np.pi, 3001)
+    z_pupil = paraxial(eye, None, 550.0).entrance_pupil_z
+    rays = pupil_rays(r * np.cos(phi), r * np.sin(phi), (0.0, 0.0), z_pupil)
+    steps = eye.steps(550.0)
+    want = trace(steps, rays)
+    got = rays.copy()
+    assert trace(steps, got, in_place=True) is got
+    assert all(np.array_equal(a, b) for a, b in zip(want.arrays(), got.arrays(), strict=True))
+    surfaces, opts = [s.to_core() for s in steps], TraceOptions().to_core()
+    arrays = list(rays.copy().arrays())
+    wrong = [(0, arrays[0].astype(np.float32)), (1, np.repeat(arrays[1], 2)[::2]), (8, arrays[8].astype(int))]
+    for k, bad in wrong:
+        with pytest.raises(TypeError):
+            _core.trace_rays_inplace(surfaces, opts, *arrays[:k], bad, *arrays[k + 1 :])
+    frozen = arrays[2].copy()
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match="writeable"):
+        _core.trace_rays_inplace(surfaces, opts, *arrays[:2], frozen, *arrays[3:])

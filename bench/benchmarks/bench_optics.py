@@ -174,3 +174,93 @@ class DiskConvolution:
 
     def peakmem_convolve_linear(self, n, diameter):
         self.convolve(*self.args)
+
+
+class EdgeFilter:
+    """Aperture coverages on 4x finer cells filtered onto the grid (the far-field wings' pupil).
+
+    ``disk_coverage_filtered`` alone for the 3.2 mm pupil, and ``build_pupil`` with the edge taps (ICL with a
+    0.36 mm hole, cylinder and decentre: three filtered disks), on the renderer's pupil grid for each support.
+    """
+
+    params = [256, 1024, 2048]
+    param_names = ["support"]
+
+    def setup(self, support):
+        from icl import _core
+        from icl.optics import ICL
+        from icl.optics import Pupil as ThinPupil
+        from icl.optics.thin import pupil_params
+
+        try:
+            from icl.optics.sampling import edge_filter
+        except ImportError as exc:  # a version of icl without the filtered coverages
+            raise NotImplementedError from exc
+        single_thread()
+        g = _grid(support)
+        edge = edge_filter()
+        self.coverage = _core.disk_coverage_filtered
+        self.args = (0.0, 0.0, 1.6e-3, g.n, g.du, list(edge.taps), edge.sub)
+        self.params_ = pupil_params(ThinPupil(icl=ICL(hole_mm=0.36, cylinder_d=1.0, decentre_mm=(0.2, 0.0))))
+        self.params_.edge_taps, self.params_.edge_sub = list(edge.taps), edge.sub
+        self.pupil_args = (g.n, g.du, WAVELENGTH_NM * 1e-9)
+        self.build = _core.build_pupil
+
+    def time_disk_coverage_filtered(self, support):
+        self.coverage(*self.args)
+
+    def time_build_pupil_filtered(self, support):
+        self.build(self.params_, *self.pupil_args)
+
+    def peakmem_build_pupil_filtered(self, support):
+        self.build(self.params_, *self.pupil_args)
+
+
+class MatrixFourier:
+    """The second solver (``icl.optics.mft.render_mft``) on every 4th row and column of the reference
+    problem."""
+
+    params = [256, 512]
+    param_names = ["detector"]
+    timeout = 300
+
+    def setup(self, n):
+        try:
+            from icl.optics.mft import render_mft
+        except ImportError as exc:  # a version of icl without the second solver
+            raise NotImplementedError from exc
+        single_thread()
+        self.render_mft = render_mft
+        self.scene = airy_scene(n)
+        self.idx = np.arange(2, n, 4)
+
+    def time_render_mft(self, n):
+        self.render_mft(self.scene, self.idx, self.idx)
+
+    def peakmem_render_mft(self, n):
+        self.render_mft(self.scene, self.idx, self.idx)
+
+
+class CrossCheck:
+    """``icl.crosscheck.crosscheck``: a render of an ICL pupil with a 0.36 mm hole checked by the second
+    solver on its default pixel subsample (64 rows and columns)."""
+
+    params = [256, 512]
+    param_names = ["detector"]
+    timeout = 300
+
+    def setup(self, n):
+        try:
+            from icl.crosscheck import crosscheck
+        except ImportError as exc:  # a version of icl without the cross-check
+            raise NotImplementedError from exc
+        from icl.optics import ICL, Detector, Pupil, Scene, Source, render
+
+        single_thread()
+        self.crosscheck = crosscheck
+        self.scene = Scene((Source(x_arcmin=2.0),), Pupil(icl=ICL(hole_mm=0.36)),
+                           Detector(n=n, pitch_arcsec=PITCH_ARCSEC))
+        self.components = render(self.scene).components
+
+    def time_crosscheck(self, n):
+        self.crosscheck(self.scene, self.components, {"full_l1": 0.03, "energy": 0.03})

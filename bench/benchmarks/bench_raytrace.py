@@ -1,6 +1,7 @@
 """Ray tracing: the Navarro 1985 eye at 550 nm, 1e4 to 1e7 rays, apertures, optical path and Fresnel on.
 
-The same problem as bench/raytrace_peers.py (which adds optiland beside it), single-threaded.
+The same problem as bench/raytrace_peers.py (which adds optiland beside it), single-threaded; also in place
+(no output arrays) and on to the curved retina of the Escudero-Sanz & Navarro 1999 eye.
 """
 
 from __future__ import annotations
@@ -39,4 +40,57 @@ class Trace:
         self.trace(self.steps, self.rays)
 
     def peakmem_trace(self, n):
+        self.trace(self.steps, self.rays)
+
+
+class TraceInPlace(Trace):
+    """The same trace overwriting its rays (``in_place=True``): no output arrays to allocate and touch.
+
+    Each sample is one call on a fresh copy made in ``setup`` (asv runs ``setup`` before every sample).
+    """
+
+    number = 1
+    warmup_time = 0.0
+    repeat = (5, 20, 30.0)
+
+    def setup(self, n):
+        import inspect
+
+        super().setup(n)
+        if "in_place" not in inspect.signature(self.trace).parameters:
+            raise NotImplementedError("icl.eye.trace has no in_place argument in this version of icl")
+        self.batch = self.rays.copy()
+
+    def time_trace(self, n):
+        self.trace(self.steps, self.batch, in_place=True)
+
+    def peakmem_trace(self, n):
+        self.trace(self.steps, self.batch, in_place=True)
+
+
+class TraceToCurvedRetina:
+    """The Escudero-Sanz & Navarro 1999 eye: every surface and the spherical retina (R = -12 mm)."""
+
+    params = [100_000, 1_000_000]
+    param_names = ["rays"]
+    timeout = 300
+
+    def setup(self, n):
+        try:
+            from icl.eye import escudero_sanz_1999, paraxial, trace
+            from icl.eye.wavefront import pupil_rays
+        except ImportError as exc:  # a version of icl without the curved retina
+            raise NotImplementedError from exc
+        single_thread()
+        eye = escudero_sanz_1999()
+        par = paraxial(eye, None, WAVELENGTH_NM)
+        rng = np.random.default_rng(2)
+        r = np.sqrt(rng.uniform(0, 1, n)) * 1.6
+        phi = rng.uniform(0, 2 * np.pi, n)
+        self.rays = pupil_rays(r * np.cos(phi), r * np.sin(phi), (0.0, 0.0), par.entrance_pupil_z)
+        steps = [*eye.steps(WAVELENGTH_NM), eye.retina_step(WAVELENGTH_NM)]
+        self.steps = [s.to_core() for s in steps]
+        self.trace = trace
+
+    def time_trace(self, n):
         self.trace(self.steps, self.rays)

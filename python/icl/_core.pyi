@@ -8,7 +8,7 @@ import typing
 import numpy
 import numpy.typing
 
-__all__: list[str] = ['HoleMode', 'PupilParams', 'RaySurface', 'SurfaceKind', 'TraceOptions', 'build_pupil', 'convolve_linear', 'disk_coverage', 'disk_coverage_filtered', 'export_wisdom', 'fast_length', 'fresnel', 'import_wisdom', 'num_threads', 'place_polyphase', 'place_separable', 'psf_window', 'set_num_threads', 'set_planner_measure', 'trace_rays']
+__all__: list[str] = ['HoleMode', 'PupilParams', 'RaySurface', 'SurfaceKind', 'TraceOptions', 'build_pupil', 'convolve_linear', 'disk_coverage', 'disk_coverage_filtered', 'export_wisdom', 'fast_length', 'fresnel', 'import_wisdom', 'num_threads', 'place_polyphase', 'place_separable', 'psf_window', 'set_num_threads', 'set_planner_measure', 'trace_rays', 'trace_rays_inplace']
 class HoleMode:
     """Members:
     
@@ -346,4 +346,7 @@ def set_planner_measure(measure: bool) -> None:
     """
 def trace_rays(surfaces: collections.abc.Sequence[RaySurface], options: TraceOptions, x: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], y: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], z: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], l: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], m: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], opl: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], w: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], flags: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32]) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.uint32]]:
     """Trace rays (structure of arrays, mm) through the surfaces in order; returns new (x, y, z, l, m, n, opl, w, flags). Rays with a non-zero flag are left untouched.
+    """
+def trace_rays_inplace(surfaces: collections.abc.Sequence[RaySurface], options: TraceOptions, x: numpy.typing.NDArray[numpy.float64], y: numpy.typing.NDArray[numpy.float64], z: numpy.typing.NDArray[numpy.float64], l: numpy.typing.NDArray[numpy.float64], m: numpy.typing.NDArray[numpy.float64], n: numpy.typing.NDArray[numpy.float64], opl: numpy.typing.NDArray[numpy.float64], w: numpy.typing.NDArray[numpy.float64], flags: numpy.typing.NDArray[numpy.uint32]) -> None:
+    """Trace rays (C-contiguous float64 arrays and uint32 flags, mm) through the surfaces in order, overwriting them. Rays with a non-zero flag are left untouched.
     """

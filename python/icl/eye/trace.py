@@ -185,9 +185,22 @@ class TraceOptions:
         return o
 
 
-def trace(steps: list[Step] | list[core.RaySurface], rays: Rays, options: TraceOptions = TraceOptions()) -> Rays:
-    """Trace ``rays`` through ``steps`` in order (C++ kernel, GIL released); returns a new batch."""
+def trace(
+    steps: list[Step] | list[core.RaySurface],
+    rays: Rays,
+    options: TraceOptions = TraceOptions(),
+    *,
+    in_place: bool = False,
+) -> Rays:
+    """Trace ``rays`` through ``steps`` in order (C++ kernel, GIL released); returns a new batch.
+
+    With ``in_place`` the batch's own arrays are overwritten and ``rays`` is returned: no new arrays to
+    allocate and touch, which at a million rays costs more than the tracing itself.
+    """
     surfaces = [s.to_core() if isinstance(s, Step) else s for s in steps]
+    if in_place:
+        core.trace_rays_inplace(surfaces, options.to_core(), *rays.arrays())
+        return rays
     return Rays(*core.trace_rays(surfaces, options.to_core(), *rays.arrays()))
 
 
