@@ -73,13 +73,35 @@ def test_patient_score_refuses_to_overwrite_its_reference(patient_set):
     assert _sha(ref) == before
 
 
-def test_a_hard_link_to_an_input_is_the_input(tmp_path):
+def test_the_same_entry_through_a_linked_folder_is_the_input(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    team = real / "team.json"
+    team.write_bytes(TEAM.read_bytes())
+    (tmp_path / "alias").symlink_to(real, target_is_directory=True)
+    for spelled in (tmp_path / "alias" / "team.json", real / ".." / "real" / "team.json"):
+        res = _icl("contest-score", team, "--output", spelled)
+        assert res.exit_code == 2 and "input of this command" in res.output, spelled
+    assert team.read_bytes() == TEAM.read_bytes()
+
+
+def test_a_hard_link_elsewhere_is_replaced_not_written_through(tmp_path):
+    # Every write replaces the target entry atomically: the linked input keeps its content.
     team = tmp_path / "team.json"
     team.write_bytes(TEAM.read_bytes())
     os.link(team, tmp_path / "alias.json")
-    res = _icl("contest-score", team, "--output", tmp_path / "alias.json")
-    assert res.exit_code == 2 and "input of this command" in res.output
+    assert _icl("contest-score", team, "--output", tmp_path / "alias.json").exit_code == 0
     assert team.read_bytes() == TEAM.read_bytes()
+    assert json.loads((tmp_path / "alias.json").read_text())["team"] == "example"
+
+
+def test_a_command_may_rewrite_what_it_wrote_itself(tmp_path):
+    out = tmp_path / "o.json"
+    with input_guard():
+        write_json(out, {"a": 1})
+        load_json(out)  # reading back its own output does not make it an input
+        write_json(out, {"a": 2})
+    assert json.loads(out.read_text()) == {"a": 2}
 
 
 def test_contest_rank_refuses_one_of_its_records_as_output(tmp_path):

@@ -34,10 +34,26 @@ MAX_JSON_DEPTH = 64
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
-# The inputs of the running command, by (device, inode) -> resolved path. ``None`` outside
-# :func:`input_guard`: library callers keep full control of their files. A module global rather
-# than a ContextVar so that worker threads of a command see it too.
-_protected: dict[tuple[int, int], str] | None = None
+# The inputs of the running command, by directory entry (folder device, folder inode, name) ->
+# resolved path, and the entries the command has written itself. ``None`` outside
+# :func:`input_guard`: library callers keep full control of their files. Module globals rather
+# than ContextVars so that worker threads of a command see them too.
+_protected: dict[tuple[int, int, str], str] | None = None
+_written: set[tuple[int, int, str]] = set()
+
+
+def _entry(path: Path) -> tuple[int, int, str] | None:
+    """Identity of a directory entry however it is spelled: its folder's device and inode, and its name.
+
+    ``a/x``, ``b/x`` through a symbolic link or bind mount of ``a``, and ``a/../a/x`` are one entry; a
+    hard link elsewhere is another entry (and, since every write replaces an entry atomically, writing
+    it leaves the linked input's content untouched).
+    """
+    try:
+        st = os.stat(path.parent)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, path.name)
 
 
 @contextmanager
@@ -49,28 +65,44 @@ def input_guard() -> Iterator[None]:
     :func:`prepare_output_dir` refuses to empty a folder holding it. The ``icl`` command line runs
     each command inside this guard.
     """
-    global _protected
-    saved, _protected = _protected, {}
+    global _protected, _written
+    saved = _protected, _written
+    _protected, _written = {}, set()
     try:
         yield
     finally:
-        _protected = saved
+        _protected, _written = saved
 
 
 def protect_input(path: str | os.PathLike) -> None:
-    """Record ``path`` (file or folder) as an input of the running command; a no-op outside the guard."""
+    """Record ``path`` (file or folder) as an input of the running command; a no-op outside the guard.
+
+    A file the command wrote itself is not an input: reading back its own output and rewriting it
+    is allowed.
+    """
     if _protected is None:
         return
     try:
-        st = os.stat(path)
-        real = str(Path(path).resolve())
+        real = Path(path).resolve(strict=True)
     except (OSError, RuntimeError):
         return  # nothing there yet: nothing to protect
-    _protected[(st.st_dev, st.st_ino)] = real
+    entry = _entry(real)
+    if entry is not None and entry not in _written:
+        _protected[entry] = str(real)
 
 
-def _input_named_by(st: os.stat_result) -> str | None:
-    return None if _protected is None else _protected.get((st.st_dev, st.st_ino))
+def _input_at(path: Path) -> str | None:
+    if not _protected:
+        return None
+    entry = _entry(Path(os.path.abspath(path)))
+    return None if entry is None else _protected.get(entry)
+
+
+def _record_written(path: Path) -> None:
+    if _protected is not None:
+        entry = _entry(Path(os.path.abspath(path)))
+        if entry is not None:
+            _written.add(entry)
 
 
 _KINDS = (
@@ -123,7 +155,7 @@ def output_target(path: str | os.PathLike) -> Path:
         raise OutputError("the output is a symbolic link; give the path of a regular file instead", file)
     if not stat.S_ISREG(st.st_mode):
         raise OutputError(f"the output is {_kind(st.st_mode)}: only regular files are replaced", file)
-    source = _input_named_by(st)
+    source = _input_at(path)
     if source is not None:
         raise OutputError(f"the output is an input of this command ({source}); choose another output", file)
     return path
@@ -152,6 +184,7 @@ def _atomic(path: str | os.PathLike, fill) -> None:
         fill(fd, tmp)
         # os.replace is atomic for readers; no fsync: releases are regenerated, not recovered.
         os.replace(tmp, path)
+        _record_written(path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise OutputError(f"cannot write: {exc.strerror or exc}", str(path)) from None
