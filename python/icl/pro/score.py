@@ -651,10 +651,12 @@ def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 202
     """95 % interval of the total by a two-way cluster bootstrap over base eyes and design families.
 
     Instances that share a base eye, or a design family, are correlated across the whole release (every
-    template draws from the same pools), so both are resampled across the release: each replicate draws the
-    base eyes with replacement and, independently, the design families, and weights an instance by the
-    product of its eye's and its family's multiplicities (the pigeonhole bootstrap). A template (or group)
-    that gets no weight in a replicate is left out of its group mean (of the total) for that replicate.
+    template draws from the same pools), so both are resampled across the release. Each replicate gives
+    every base eye and, independently, every design family a random weight (Bayesian bootstrap: Dirichlet
+    weights, the smooth form of drawing clusters with replacement, so no cluster and no template ever drops
+    out), an instance weighs the product of its eye's and its family's weights, and each template's score
+    is the weighted mean of its instances. Templates stay fixed strata: only which eyes and families they
+    were measured on is resampled.
     """
     rng = np.random.default_rng(seed)
     inst = runs[0]["instances"]
@@ -671,18 +673,13 @@ def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 202
     weights = catalog.weights
     totals = []
     for _ in range(n):
-        we = np.bincount(rng.integers(0, len(eyes), len(eyes)), minlength=len(eyes))
-        wf = np.bincount(rng.integers(0, len(fams), len(fams)), minlength=len(fams))
-        w = (we[ei] * wf[fi]).astype(float)
-        sw = np.bincount(t_idx, weights=w, minlength=len(t_ids))
-        ss = np.bincount(t_idx, weights=w * mean, minlength=len(t_ids))
-        t_score = {t: ss[k] / sw[k] for k, t in enumerate(t_ids) if sw[k] > 0}
-        # Templates without any instance in the run score 0, as in aggregate().
-        by_group = {g: [t_score.get(t.id, 0.0) for t in catalog.templates
-                        if t.group == g and (t.id in t_score or t.id not in t_ids)] for g in GROUPS}
-        present = {g: v for g, v in by_group.items() if v}
-        scale = 100.0 / sum(weights[g] for g in present)
-        totals.append(scale * sum(weights[g] * float(np.mean(v)) for g, v in present.items()))
+        w = rng.dirichlet(np.ones(len(eyes)))[ei] * rng.dirichlet(np.ones(len(fams)))[fi]
+        t_score = dict(zip(t_ids, np.bincount(t_idx, weights=w * mean, minlength=len(t_ids))
+                           / np.bincount(t_idx, weights=w, minlength=len(t_ids)), strict=True))
+        # A template without any instance in the run scores 0, as in aggregate().
+        groups = {g: float(np.mean([t_score.get(t.id, 0.0) for t in catalog.templates if t.group == g]))
+                  for g in GROUPS}
+        totals.append(sum(weights[g] * groups[g] for g in GROUPS))
     lo, hi = np.percentile(totals, [2.5, 97.5])
     return [float(lo), float(hi)]
 
