@@ -83,9 +83,11 @@ def test_parseval_and_ledger():
     filt = edge_filter()
     taps, off = np.array(filt.taps), (np.arange(len(filt.taps)) - (len(filt.taps) - 1) / 2) / filt.sub
 
+    grid = np.linspace(0.0, 0.5, 20001)  # the response is smooth: tabulate it once, interpolate
+    table = np.cos(2 * np.pi * np.outer(grid, off)) @ taps * np.sinc(grid / filt.sub)
+
     def response(f):
-        inside = np.cos(2 * np.pi * np.multiply.outer(f, off)) @ taps * np.sinc(f / filt.sub)
-        return np.where(np.abs(f) <= 0.5, inside, 0.0)
+        return np.interp(np.abs(f), grid, table, right=0.0)
 
     period = s.grid.m * 4 / 60 / ARCMIN_PER_RAD
     lam, d = 550e-9, 3.2e-3
