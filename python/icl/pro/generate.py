@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from icl.crosscheck import THICK_NOTE, attach, crosscheck_images, smallest_tolerance
+from icl.crosscheck import THICK_NOTE, attach, crosscheck_images, smallest_tolerance, with_true_values
 from icl.io import write_json, write_manifest, write_npz
 from icl.keys import ReleaseKey, write_key
 from icl.pro import noise
@@ -1215,7 +1215,9 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
            "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines, "checks": b.refs,
            **({"measurement_noise": b.noise} if b.noise else {})}
     tol = smallest_tolerance(tpl.auto_checks)
-    thin = {c: scene_from_package(b.cases[c]) for c in b.psf if b.engines.get(c) == ref.ENGINE}
+    # The reference PSFs come from the true values of noisy inputs; so does their cross-check.
+    thin = {c: scene_from_package(with_true_values(b.cases[c], b.noise))
+            for c in b.psf if b.engines.get(c) == ref.ENGINE}
     attach(doc, crosscheck_images(thin, b.psf, {"full_l1": tol} if tol else {}, THICK_NOTE))
     write_json(out / "private" / "references" / f"{rec['id']}.json", doc)
     axis = (np.arange(DET_N) - (DET_N - 1) / 2.0) * DET_PITCH / 60.0
