@@ -39,7 +39,9 @@ class Sampling:
     ----------
     fft_factor : float
         Lower bound on the FFT period divided by the support window (>= 1): keeps the periodic
-        copies of the far field away from the support.
+        copies of the far field away from the support. From 1.47 up the window lies inside the edge
+        filter's band (:data:`EDGE_BAND`) and the thin pupil's coverages are filtered; below, they are
+        plain (the far field then keeps the cells' ``sinc(f)``).
     min_period_arcmin : float
         Lower bound on the FFT period. The period sets what the discrete far field holds (its
         unresolved tail falls as 1 / period) and, with the pupil pitch ``du = lambda / period``, how
