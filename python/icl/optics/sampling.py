@@ -40,8 +40,8 @@ class Sampling:
     fft_factor : float
         Lower bound on the FFT period divided by the support window (>= 1): keeps the periodic
         copies of the far field away from the support. From 1.47 up the window lies inside the edge
-        filter's band (:data:`EDGE_BAND`) and the thin pupil's coverages are filtered; below, they are
-        plain (the far field then keeps the cells' ``sinc(f)``).
+        filter's band (:data:`EDGE_BAND`) and the thin pupil's coverages are filtered; below, only when
+        the period floors make the period that long (else plain: the far field keeps the cells' sinc).
     min_period_arcmin : float
         Lower bound on the FFT period. The period sets what the discrete far field holds (its
         unresolved tail falls as 1 / period) and, with the pupil pitch ``du = lambda / period``, how
