@@ -2,8 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
-#include <thread>
-#include <vector>
+#include <functional>
 
 // On x86-64 with GCC and glibc (ifunc), hot loops are also compiled for AVX2 and AVX-512 and picked at
 // load time. Files using this are compiled without floating-point contraction, so every clone rounds
@@ -21,6 +20,11 @@ namespace icl {
 int num_threads();
 void set_num_threads(int n);
 
+// job(t) for t = 0 .. nt - 1 at the same time: t = 0 on the calling thread, the others on helper threads kept
+// alive between calls (started on first use, so a kernel call costs no thread creation). A call made while
+// the helpers are busy (from a second Python thread, or from inside a job) starts threads of its own.
+void run_parallel(int nt, const std::function<void(int)>& job);
+
 // body(i, t) for i in [0, n), with t the worker's index in [0, workers(n)): lets a worker reuse scratch
 // buffers across its indices. Index i always goes to worker i % workers(n).
 inline int workers(std::ptrdiff_t n) { return static_cast<int>(std::max<std::ptrdiff_t>(1, std::min<std::ptrdiff_t>(num_threads(), n))); }
@@ -32,31 +36,14 @@ void parallel_for_worker(std::ptrdiff_t n, F&& body) {
         for (std::ptrdiff_t i = 0; i < n; ++i) body(i, 0);
         return;
     }
-    std::vector<std::thread> pool;
-    pool.reserve(nt);
-    for (int t = 0; t < nt; ++t) {
-        pool.emplace_back([&, t] {
-            for (std::ptrdiff_t i = t; i < n; i += nt) body(i, t);
-        });
-    }
-    for (auto& th : pool) th.join();
+    run_parallel(nt, [&](int t) {
+        for (std::ptrdiff_t i = t; i < n; i += nt) body(i, t);
+    });
 }
 
 template <class F>
 void parallel_for(std::ptrdiff_t n, F&& body) {
-    const int nt = static_cast<int>(std::min<std::ptrdiff_t>(num_threads(), n));
-    if (nt <= 1) {
-        for (std::ptrdiff_t i = 0; i < n; ++i) body(i);
-        return;
-    }
-    std::vector<std::thread> pool;
-    pool.reserve(nt);
-    for (int t = 0; t < nt; ++t) {
-        pool.emplace_back([&, t] {
-            for (std::ptrdiff_t i = t; i < n; i += nt) body(i);
-        });
-    }
-    for (auto& th : pool) th.join();
+    parallel_for_worker(n, [&](std::ptrdiff_t i, int) { body(i); });
 }
 
 }  // namespace icl
