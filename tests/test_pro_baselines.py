@@ -174,7 +174,7 @@ def test_sampling_intervention_flip_fails_g4(tmp_path):
     generate(rel, per_template=4, seed=2, progress=False, only=["A02"])
     ids = select_instances(rel, 2)
     inputs = build_inputs(rel, {"base": ids, SAMPLING_SET: ids[:1]}, tmp_path / "inputs")
-    mark_sampling(inputs[SAMPLING_SET])
+    mark_sampling(inputs[SAMPLING_SET], rel)
     assert load_json(inputs[SAMPLING_SET] / ids[0] / "task.json")["sampling"]["pupil_samples_factor"] == 2.0
     assert "sampling" not in load_json(inputs["base"] / ids[0] / "task.json")
     refs = load_json(rel / "private" / "references" / f"{ids[0]}.json")["checks"]

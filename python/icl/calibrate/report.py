@@ -73,7 +73,8 @@ def markdown(cal: dict, figs: list[str], context: dict) -> str:
     rs = cal["rank_stability"]
     lines = [f"# Calibration report: {cal['track']} track", ""]
     for k, v in context.items():
-        lines.append(f"- {k}: {v}")
+        if isinstance(v, (str, int, float)):  # structured context stays in the JSON
+            lines.append(f"- {k}: {v}")
     lines += [
         "",
         "## Baselines",

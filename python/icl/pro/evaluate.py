@@ -40,8 +40,12 @@ from icl.pro.baselines.runner import STRATEGIES
 
 BASE_SET = "base"
 SAMPLING_SET = "sampling-check"
-SAMPLING = {"pupil_samples_factor": 2.0, "fft_period_factor": 1.5, "ray_count_factor": 2.0,
-            "note": "hidden sampling intervention: rerun with finer sampling; every conclusion should stand"}
+SAMPLING = {
+    "pupil_samples_factor": 2.0,
+    "fft_period_factor": 1.5,
+    "ray_count_factor": 2.0,
+    "note": "hidden sampling intervention: rerun with finer sampling; every conclusion should stand",
+}
 SAMPLING_TEMPLATES = ("C01", "C02", "C03", "C04", "C06", "F02", "F03")
 CONCLUSION_KINDS = ("label", "choice", "set", "sequence", "scalar", "angle")
 
@@ -154,16 +158,21 @@ def input_sets(instances: Sequence[str], sampling: bool = False) -> dict[str, li
     return {k: v for k, v in sets.items() if v}
 
 
-def mark_sampling(folder: str | os.PathLike) -> None:
-    """Add the hidden sampling request (:data:`SAMPLING`) to every ``task.json`` under ``folder``."""
+def mark_sampling(folder: str | os.PathLike, release: str | os.PathLike, split: str = "test") -> None:
+    """Add the hidden sampling request (:data:`SAMPLING`) to every copied ``task.json`` under ``folder``.
+
+    The task is read from the release, never from the copy being rewritten.
+    """
     for task in sorted(Path(folder).glob("*/task.json")):
-        doc = load_json(task)
+        doc = load_json(Path(release) / "inputs" / split / task.parent.name / "task.json")
         doc["sampling"] = SAMPLING
         write_json(task, doc)
         task.chmod(0o644)
 
 
-def sampling_check(release: str | os.PathLike, run_dir: str | os.PathLike) -> dict:
+def sampling_check(
+    release: str | os.PathLike, run_dir: str | os.PathLike, sets: list[dict] | None = None
+) -> dict:
     """Compare the key conclusions of the ``sampling-check`` instances with the cold-start run.
 
     Returns ``{"instances", "compared", "flips": [{"instance", "check", "base", "sampled"}]}``; a missing or
@@ -173,7 +182,7 @@ def sampling_check(release: str | os.PathLike, run_dir: str | os.PathLike) -> di
     from icl.pro.score import MAX_METRICS_BYTES
 
     run_dir = Path(run_dir)
-    rows = {r["set"]: r for r in load_json(run_dir / "sets.json")["sets"]}
+    rows = {r["set"]: r for r in (sets if sets is not None else load_json(run_dir / "sets.json")["sets"])}
     if SAMPLING_SET not in rows:
         return {"instances": 0, "compared": 0, "flips": []}
     catalog = load_catalog(Path(release) / "catalog.json")
@@ -251,8 +260,13 @@ def run_sets(
     memory: str = "8G",
     timeout_s: float = 1200.0,
     mechanism: str | None = None,
+    release: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
-    """Run a frozen submission once on every input set; write and return ``run_dir/sets.json``."""
+    """Run a frozen submission once on every input set; write and return ``run_dir/sets.json``.
+
+    With ``release``, a ``sampling-check`` set is compared with the cold start (:func:`sampling_check`) and
+    the result stored as ``sampling_check``.
+    """
     from icl.pro.harness import run_submission
     from icl.pro.results_schema import validate_output
 
@@ -275,23 +289,40 @@ def run_sets(
         )
         issues = validate_output(run_dir / name) if (run_dir / name).is_dir() else []
         if name == SAMPLING_SET:  # scored from the cold start; only compared (gate G4)
-            rows.append({"set": name, "instances": [], "compares": list(ids), "output": name,
-                         "record": rec.to_dict(), "result_issues": issues})
+            rows.append(
+                {
+                    "set": name,
+                    "instances": [],
+                    "compares": list(ids),
+                    "output": name,
+                    "record": rec.to_dict(),
+                    "result_issues": issues,
+                }
+            )
         else:
-            rows.append({"set": name, "instances": list(ids), "output": name, "record": rec.to_dict(),
-                         "result_issues": issues})
+            rows.append(
+                {
+                    "set": name,
+                    "instances": list(ids),
+                    "output": name,
+                    "record": rec.to_dict(),
+                    "result_issues": issues,
+                }
+            )
     doc = {
         "format": "icl-pro-run-sets/1",
         "submission": str(Path(submission).resolve()),
         "frozen_sha256": frozen_hash,
         "sets": rows,
     }
+    if release is not None and SAMPLING_SET in sets:
+        doc["sampling_check"] = sampling_check(release, run_dir, rows)
     write_json(run_dir / "sets.json", doc)
     return doc
 
 
 def record_sampling_check(release: str | os.PathLike, run_dir: str | os.PathLike) -> dict:
-    """Run :func:`sampling_check` on an evaluated run and store its result in ``sets.json``."""
+    """Run :func:`sampling_check` again on an evaluated run and store its result in ``sets.json``."""
     path = Path(run_dir) / "sets.json"
     doc = load_json(path)
     doc["sampling_check"] = sampling_check(release, run_dir)
@@ -331,7 +362,7 @@ def evaluate(
     sets = input_sets(ids, sampling=sampling)
     inputs = build_inputs(release, sets, work / "inputs")
     if SAMPLING_SET in inputs:
-        mark_sampling(inputs[SAMPLING_SET])
+        mark_sampling(inputs[SAMPLING_SET], release)
     results = []
     for sub in submissions:
         sub = Path(sub)
@@ -351,9 +382,8 @@ def evaluate(
                 memory=memory,
                 timeout_s=timeout_s,
                 mechanism=mechanism,
+                release=release,
             )
-            if sampling:
-                record_sampling_check(release, d)
             dirs.append(d)
         results.append(score_submission(release, dirs, sub.name, instances=ids, bootstrap_n=bootstrap_n))
     return results
