@@ -63,3 +63,26 @@ def test_reviews_count_and_bootstrap_seeded(release, tmp_path):
     assert lo <= a["professional_score"] <= hi
     c05 = a["run_details"][0]["templates"]["C05"]
     assert 0 < c05 < 1  # one of two test instances answered; C05-02 has its expert check reviewed
+
+
+def test_references_record_their_crosscheck_and_pro_score_skips_a_not_ranked_one(release, tmp_path):
+    import json
+
+    from icl.crosscheck import not_ranked_reason
+
+    for iid in ("C01-00", "C01-02", "F06-02"):  # train and noisy test instances: true values are checked
+        doc = json.loads((release / "private" / "references" / f"{iid}.json").read_text())
+        case = doc["crosscheck"]["cases"]["base"]
+        assert doc["crosscheck"]["ranked"] and not_ranked_reason(doc) is None
+        assert case["metrics"]["full_l1"]["value"] < 1e-3 and case["metrics"]["full_l1"]["limit"] <= 0.02 / 3
+    c05 = json.loads((release / "private" / "references" / "C05-02.json").read_text())
+    assert all("thick" in c["note"] for c in c05["crosscheck"]["cases"].values())
+    copy = tmp_path / "rel"
+    shutil.copytree(release, copy)
+    ref = copy / "private" / "references" / "C01-02.json"
+    doc = json.loads(ref.read_text())
+    doc["not_ranked"] = "the two solvers disagree: full_l1 0.05 > 0.00667"
+    ref.write_text(json.dumps(doc))
+    r = score_run(copy, tmp_path / "empty", "test")
+    assert r["not_ranked"] == {"C01-02": doc["not_ranked"]}
+    assert "C01-02" not in r["instances"] and all(c["instance"] != "C01-02" for c in r["checks"])
