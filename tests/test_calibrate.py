@@ -123,3 +123,27 @@ def test_calibrate_patient_controls_and_report(demo, tmp_path):
     md = (out / "patient.md").read_text()
     assert "Kendall tau" in md and "patient_rank_stability.png" in md
     assert (out / "patient_pass_rates.png").stat().st_size > 1000
+
+
+def test_forensics_table_safety_score_and_items(tmp_path):
+    from icl.calibrate import forensics
+    from icl.io import write_json
+
+    kinds = ["genuine"] * 8 + ["bloom"] * 3 + ["duplicate"] * 2 + ["splice_half"] * 2
+    ids = [f"img_{k:03d}" for k in range(len(kinds))]
+    item = {"bloom": "NH", "duplicate": "DUP", "splice_half": "SPL"}
+    labels = {
+        i: {"kind": k, **{x: int(item.get(k) == x) for x in ("NH", "DUP", "SPL")}} for i, k in zip(ids, kinds)
+    }
+    write_json(tmp_path / "public" / "forensics_cases.json", {"images": ids})
+    write_json(tmp_path / "private" / "labels.json", labels)
+    rng = np.random.default_rng(0)
+    perfect = {i: {x: float(labels[i][x]) + 0.01 * rng.random() for x in ("NH", "DUP", "SPL")} for i in ids}
+    noisy = {i: {x: float(rng.random()) for x in ("NH", "DUP", "SPL")} for i in ids}
+    t = forensics.table(tmp_path, {"perfect": perfect, "noisy": noisy})
+    tot = core.totals(t)
+    assert tot["perfect"] == pytest.approx(100.0) and tot["noisy"] < tot["perfect"]
+    pr = core.pass_rates(t)
+    assert pr["NH"]["pass_rate"]["perfect"] == 1.0 and set(pr) == {"NH", "DUP", "SPL"}
+    rs = core.rank_stability(t, n=30)
+    assert rs["pairwise_order_probability"]["perfect"]["noisy"] > 0.9

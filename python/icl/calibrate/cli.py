@@ -104,13 +104,40 @@ def calibrate(
             release = _default_release(track, work / "release", bar)
             context["release"] = DEFAULT_RELEASES[track]
         else:
-            context["release"] = str(release)
+            context["release"] = _describe(release)
         table, extra = _run(track, release, work, split, runs, per_template, raster, bar)
         context |= extra
         task = bar.add_task(f"{track}: bootstrap", total=replicates)
         cal = core.calibration(table, replicates, progress=lambda k: bar.advance(task))
     files = report.write(cal, output, context)
     click.echo(f"calibration report: {files['markdown']} ({', '.join(cal['order'])})")
+
+
+def _describe(release: Path) -> str:
+    """Describe a release by its manifest: kind, seed or key id, templates (pro) and version."""
+    from icl.errors import InputError
+    from icl.io import load_json
+
+    try:
+        m = load_json(release / "manifest.json")
+    except (InputError, OSError):
+        return release.name
+    parts = [str(m.get("kind", release.name))]
+    if m.get("seed") is not None:
+        parts.append(f"seed {m['seed']} (answers rebuildable)")
+    elif m.get("key_id"):
+        parts.append(f"key {m['key_id']}")
+    if m.get("per_template"):
+        parts.append(f"{m['per_template']} instances per template")
+    tests = (
+        sorted({p.name[:3] for p in (release / "inputs" / "test").iterdir()})
+        if (release / "inputs" / "test").is_dir()
+        else []
+    )
+    if tests:
+        parts.append("all 36 templates" if len(tests) == 36 else f"{len(tests)} templates: {' '.join(tests)}")
+    parts.append(f"package {m.get('version', '?')}")
+    return ", ".join(parts)
 
 
 def _default_release(track: str, folder: Path, bar) -> Path:
