@@ -133,7 +133,8 @@ def test_forensics_table_safety_score_and_items(tmp_path):
     ids = [f"img_{k:03d}" for k in range(len(kinds))]
     item = {"bloom": "NH", "duplicate": "DUP", "splice_half": "SPL"}
     labels = {
-        i: {"kind": k, **{x: int(item.get(k) == x) for x in ("NH", "DUP", "SPL")}} for i, k in zip(ids, kinds)
+        i: {"kind": k, **{x: int(item.get(k) == x) for x in ("NH", "DUP", "SPL")}}
+        for i, k in zip(ids, kinds, strict=True)
     }
     write_json(tmp_path / "public" / "forensics_cases.json", {"images": ids})
     write_json(tmp_path / "private" / "labels.json", labels)
