@@ -407,7 +407,7 @@ def a05(c: Ctx) -> Built:
     # The package withholds what the task says the inputs cannot determine (axial length, the lens that
     # sets the crystalline power, the pupil unless it is given); its cornea gives the stated corneal power.
     hidden = ["eye.axial_length", "eye.lens_anterior_radius", "eye.lens_posterior_radius", "eye.lens_thickness",
-              "eye.lens_index", "implant.thin_power", "implant.anterior_radius"]
+              "eye.lens_index"]
     if "pupil_diameter" not in given:
         hidden.append("eye.pupil_diameter")
     p = c.pkg(unknown=hidden)
@@ -1000,10 +1000,11 @@ def suspect_ledger(true: dict[str, float], faults: list[str], gain: float) -> di
 
 def f01(c: Ctx) -> Built:
     b = Built()
-    # A small pupil (the black disk blocks 1.6-1.9 % of it) with an optic zone 0.6 mm narrower: the
-    # uncorrected annulus sends about a third of the light outside the window, so each entry is visible.
+    # A small pupil (the black disk blocks 1.6-1.9 % of it) and a residual sphere of 1.5-2 D, whose blur
+    # (radius 7-9 arcmin) reaches past the 6.4-arcmin half-width of the window: every entry is visible.
     pupil = round(float(c.rng.uniform(2.6, 2.8)), 2)
-    _, led, _ = _render(b, "base", c.pkg(hole_model="black", pupil_diameter=pupil, optic_zone_diameter=pupil - 0.6))
+    res = round(float(c.rng.choice([-1, 1]) * c.rng.uniform(1.5, 2.0)), 2)
+    _, led, _ = _render(b, "base", c.pkg(hole_model="black", pupil_diameter=pupil, thin_power=c.e["refraction"] + res))
     true = {"incident": led["source_flux"], "blocked": led["blocked_by_aperture"], "recorded": led["recorded"],
             "outside_window": led["outside_window"] + led["beyond_grid"], "numerical_residual": 0.0}
     faults = sorted(c.rng.choice(list(F01_FAULTS), size=int(c.rng.integers(1, 3)), replace=False).tolist())
