@@ -202,3 +202,29 @@ def test_sampling_intervention_flip_fails_g4(tmp_path):
     assert sorted(f["check"] for f in check["flips"]) == ["A02.1", "A02.2"]
     g4 = score_run(rel, flipped)["gates"]["G4"]
     assert g4["pass"] is False and "a conclusion flips with sampling" in g4["reason"]
+
+
+def test_full_model_answers_from_inputs_and_knowledge_qa_stays_low(tmp_path):
+    """full-model (from the inputs, no private data) earns every auto check of templates whose answers are
+    traces and formulas; knowledge-qa (no computation) earns only the text answers."""
+    from icl.pro.baselines import full
+
+    rel = tmp_path / "rel"
+    generate(rel, per_template=4, seed=4, progress=False, only=["A01", "A03", "A05", "B02", "B04", "E05"])
+    ids = select_instances(rel, 2)
+    sub = tmp_path / "inputs"
+    build_inputs(rel, {"all": ids}, sub)
+    scores = {}
+    for strategy in ("full-model", "knowledge-qa"):
+        out = tmp_path / strategy
+        assert full.run(strategy, sub / "all", out) == len(ids)
+        assert not list(out.rglob("private"))
+        r = score_run(rel, out, instances=ids)
+        scores[strategy] = r
+    auto = [c for c in scores["full-model"]["checks"] if c["mode"] == "auto"]
+    assert auto and all(c["score"] == 1.0 for c in auto), [c for c in auto if c["score"] != 1.0]
+    g = scores["full-model"]["gates"]
+    assert g["G1"]["pass"] and g["G2"]["pass"] and g["G5"]["pass"]
+    kq = {c["check"]: c["score"] for c in scores["knowledge-qa"]["checks"] if c["mode"] == "auto"}
+    assert kq["A05.2"] == 1.0 and kq["A03.1"] == 0.0 and kq["B04.1"] == 0.0
+    assert scores["knowledge-qa"]["professional_score"] < scores["full-model"]["professional_score"] / 2

@@ -40,9 +40,14 @@ def run(
         scores += evaluate(release, [sub], work / "runs", runs=runs, instances=ids, progress=False)
         if bar:
             bar.advance(task)
+    frozen = sorted((scores[0]["run_details"][0].get("not_ranked") or {}).items()) if scores else []
     ctx = {
         "instances": f"{len(ids)} {split} instances ({per_template} per template)",
         "runs": runs,
+        "not ranked (reference frozen out; its template scores 0 for every baseline)": "; ".join(
+            f"{k}: {v}" for k, v in frozen
+        )
+        or "none",
         "scores": {
             s["name"]: {
                 "score": s["professional_score"],
@@ -78,6 +83,14 @@ def table(release: str | os.PathLike, scores: list[dict]) -> Table:
             u: float(np.mean([r["instances"][u]["score"] for r in s["run_details"]])) for u in units
         }
 
+    # Why the ceiling misses a check: the reasons the scorer wrote (the report's note column).
+    notes: dict[str, list[str]] = defaultdict(list)
+    ceiling = next((s for s in scores if ROLES.get(s["name"]) == "ceiling"), None)
+    for c in ceiling["run_details"][0]["checks"] if ceiling else []:
+        why = str(c["reason"])[:90]
+        if c["mode"] == "auto" and c["score"] != 1.0 and why not in notes[c["check"]]:
+            notes[c["check"]].append(why)
+
     def total(b: str, sample: list[str]) -> float:
         return aggregate(
             catalog, {f"{u}#{k}": (first[u]["template"], unit_score[b][u]) for k, u in enumerate(sample)}
@@ -94,4 +107,5 @@ def table(release: str | os.PathLike, scores: list[dict]) -> Table:
         stratum_group={first[u]["template"]: first[u]["template"][0] for u in units},
         unit_score=unit_score,
         roles={b: ROLES.get(b, "baseline") for b in names},
+        notes={c: "ceiling: " + "; ".join(v[:2]) for c, v in notes.items()},
     )

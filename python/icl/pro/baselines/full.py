@@ -345,7 +345,8 @@ def _forward(t: Instance, tid: str) -> None:
         q = t.task["rotation_deg"] // 90
         for name in t.task["order"]:
             a, b = t.task["pairs"][name]
-            d = _rel_l1(np.rot90(t.render(a)[0], q), t.render(b)[0])
+            # rows grow with +y: a counter-clockwise turn of the sky is np.rot90 with -q on the array
+            d = _rel_l1(np.rot90(t.render(a)[0], -q), t.render(b)[0])
             labels.append("yes" if d < 0.05 else "no")
         t.metric("on_base", "D04.3", labels)  # measured on the renders
     elif tid == "D05":
