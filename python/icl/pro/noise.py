@@ -115,7 +115,8 @@ def apply_noise(
         for pkg in cases.values():
             p = pkg[fname].get(name)
             if p is not None and _uncertainty(p) is not None and (p["value"] == truth or name in SHIFTED):
-                p.update(value=float(p["value"] + stated - truth), status="measured")
+                moved = stated if p["value"] == truth else float(p["value"] + stated - truth)
+                p.update(value=moved, status="measured")
         record[f"{fname}.{name}"] = {"true": float(truth), "stated": stated, "uncertainty": u}
     return record
 
