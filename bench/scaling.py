@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         child(n, sources, bool(ring), args.repeat, args.threads)
         return 0
 
+    load_before = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     det_rows, src_rows = [], []
     for n in DETECTORS:
         print(f"detector {n} ...", file=sys.stderr, flush=True)
@@ -177,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"median of {args.repeat} renders after one warm-up, far-field cache cleared before each; "
           f"threads = {args.threads}; 3.2 mm pupil, 550 nm, 4 arcsec pixels")
+    load_after = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"load average (1, 5, 15 min) before {load_before}, after {load_after}; {os.cpu_count()} cores")
     if not args.no_plots:
         img = ROOT / "docs" / "img"
         plot(img / "scaling_detector.png", "detector N (px per side)", DETECTORS, det_rows,

@@ -31,13 +31,32 @@ ICL_CLONES void axpy(double t, const double* src, double* dst, std::ptrdiff_t n)
 typedef double V8 __attribute__((vector_size(64)));
 
 // dst[j] = sum_k taps[k] src[k][j] for j in [0, n), k in order from a zero accumulator: the same sum, term by
-// term, as a zero-filled dst followed by one axpy per tap, but each output is stored once (eight at a time in
-// registers instead of a load and a store per tap).
+// term, as a zero-filled dst followed by one axpy per tap, but each output is stored once. Four blocks of
+// eight outputs are summed at a time: four independent chains of additions keep the adder busy (one chain
+// would wait for each addition's result).
 ICL_CLONES void tap_sum(const double* taps, const double* const* src, std::ptrdiff_t ntaps, double* dst,
                         std::ptrdiff_t n) {
     std::ptrdiff_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        V8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+        for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
+            V8 v0, v1, v2, v3;
+            std::memcpy(&v0, src[k] + j, sizeof v0);
+            std::memcpy(&v1, src[k] + j + 8, sizeof v1);
+            std::memcpy(&v2, src[k] + j + 16, sizeof v2);
+            std::memcpy(&v3, src[k] + j + 24, sizeof v3);
+            a0 += taps[k] * v0;
+            a1 += taps[k] * v1;
+            a2 += taps[k] * v2;
+            a3 += taps[k] * v3;
+        }
+        std::memcpy(dst + j, &a0, sizeof a0);
+        std::memcpy(dst + j + 8, &a1, sizeof a1);
+        std::memcpy(dst + j + 16, &a2, sizeof a2);
+        std::memcpy(dst + j + 24, &a3, sizeof a3);
+    }
     for (; j + 8 <= n; j += 8) {
-        V8 acc = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        V8 acc = {};
         for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
             V8 v;
             std::memcpy(&v, src[k] + j, sizeof v);
@@ -55,8 +74,26 @@ ICL_CLONES void tap_sum(const double* taps, const double* const* src, std::ptrdi
 // The same with src[k] = row + k (a filter along the row).
 ICL_CLONES void fir(const double* taps, std::ptrdiff_t ntaps, const double* row, double* dst, std::ptrdiff_t n) {
     std::ptrdiff_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        V8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+        for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
+            V8 v0, v1, v2, v3;
+            std::memcpy(&v0, row + j + k, sizeof v0);
+            std::memcpy(&v1, row + j + k + 8, sizeof v1);
+            std::memcpy(&v2, row + j + k + 16, sizeof v2);
+            std::memcpy(&v3, row + j + k + 24, sizeof v3);
+            a0 += taps[k] * v0;
+            a1 += taps[k] * v1;
+            a2 += taps[k] * v2;
+            a3 += taps[k] * v3;
+        }
+        std::memcpy(dst + j, &a0, sizeof a0);
+        std::memcpy(dst + j + 8, &a1, sizeof a1);
+        std::memcpy(dst + j + 16, &a2, sizeof a2);
+        std::memcpy(dst + j + 24, &a3, sizeof a3);
+    }
     for (; j + 8 <= n; j += 8) {
-        V8 acc = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        V8 acc = {};
         for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
             V8 v;
             std::memcpy(&v, row + j + k, sizeof v);
