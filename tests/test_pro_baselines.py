@@ -50,6 +50,11 @@ def test_baseline_folders(tmp_path):
         assert run_script.stat().st_mode & 0o111 and "icl.pro.baselines.runner " + s in run_script.read_text()
         assert (tmp_path / s / "source" / "icl" / "pro" / "baselines" / "runner.py").is_file()
         assert list((tmp_path / s / "source" / "icl").glob("_core*.so"))
+    from icl.pro.contract import validate_submission
+
+    # The ceiling is contract-complete (report, model, experiments, a demonstration case with six files).
+    rep = validate_submission(tmp_path / "full-model")
+    assert rep.ok, rep.issues
 
 
 def test_input_sets_separate_interventions():

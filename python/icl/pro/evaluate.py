@@ -107,6 +107,10 @@ def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRAT
                 "compute_budget": {"cpus": 1, "memory_gb": 2, "build_minutes": 0, "run_minutes_per_case": 1},
             },
         )
+        if s == "full-model":
+            from icl.pro.baselines.full import write_contract_files
+
+            write_contract_files(d)
         _world_readable(d)
         folders.append(d)
     return folders
