@@ -836,7 +836,7 @@ def write_contract_files(folder: Path) -> None:
                 {
                     "id": "ee-convergence",
                     "kind": "convergence",
-                    "description": "encircled energy against pupil samples 192/256/384, per instance at run time",
+                    "description": "encircled energy against pupil samples 192/256/384, per instance",
                 },
             ]
         },
