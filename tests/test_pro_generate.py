@@ -139,19 +139,6 @@ def _true_values(release, cdir, pkg):
     return pkg
 
 
-def _true_values(release, cdir, pkg):
-    """Held-out packages state measured values with noise (icl.pro.noise): put the true values back from
-    the private reference, so that the package traces as it was built."""
-    from icl.io import load_json
-
-    doc = load_json(release / "private" / "references" / f"{cdir.parent.parent.name}.json")
-    for dotted, v in doc.get("measurement_noise", {}).items():
-        fname, name = dotted.split(".")
-        if pkg[fname][name]["status"] == "measured":
-            pkg[fname][name]["value"] += v["true"] - v["stated"]
-    return pkg
-
-
 def test_package_radii_give_the_stated_thin_phase(release):
     # Tolerance 0.01 D: far below the 0.25 D steps of the residual targets and the 0.05 D B01 tolerance;
     # the solve itself closes to about 1e-10 D.
