@@ -7,9 +7,9 @@ replaced it; that implementation took 38-112 s of CPU for this target, depending
 
 import time
 
-from patient_fixtures import TARGET, freehand_target
 from icl.patient.schema import Predictions, _entry_error, _first_error, validate_reports
 from icl.patient.scoring import score
+from patient_fixtures import TARGET, freehand_target
 
 EXHAUSTIVE = {
     "score": 65.9585471705267,
