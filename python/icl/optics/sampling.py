@@ -20,7 +20,9 @@ from scipy.special import erfc, j1
 
 from icl._core_loader import core
 
-MAX_BAND = 0.45  # leave room for the taper between the band edge and Nyquist
+# Leave room for the taper between the band edge and Nyquist; a multiple of 1/128 (the design grid of
+# design_band), so that every band up to it has a filter.
+MAX_BAND = 57 / 128
 # Cell frequencies (cycles per pupil cell, i.e. angle / FFT period) on which the pupil cells' area average
 # is undone. The support window spans at most 1 / (2 fft_factor) of the period per axis: 1/3 at the
 # smallest factor of the convergence study, 1/4 at the default.
