@@ -88,7 +88,7 @@ PEERS = MATCHED + FAST
 FAST_SAMPLES = 256  # pupil samples across the diameter at the peers' fastest setting
 METHODS = {
     "icl": "icl.optics.render, default Sampling (pruned FFT, far field every q px, exact pixel taps)",
-    "icl-fft": "icl._core.psf_window alone: the FFTs icl performs for this render",
+    "icl-fft": "icl._core.psf_window alone: the FFTs icl performs for this render (same precision)",
     "numpy": "numpy.fft M x M + sinc pixel filter",
     "scipy": "scipy.fft M x M + sinc pixel filter",
     "pyfftw": "pyfftw.builders M x M + sinc pixel filter",
@@ -297,11 +297,14 @@ def make_runner(name: str, g: dict, n_det: int, q: int,
                 psf_samples.cache_clear()
                 return render(scene).scene
             return run, info
-        # The transform render() performs: icl's own pupil grid, FFT length and support window.
+        # The transform render() performs: icl's own pupil grid, FFT length, support window and precision.
+        from icl.optics import Sampling
+
         pupil = pupil_field(scene.pupil, g["n"], g["icl_du"], WAVELENGTH_M)
         pupil = np.ascontiguousarray(pupil, dtype=complex)
         scale = g["icl_du"] ** 2 / (g["icl_m"] ** 2 * math.pi * DIAMETER_M**2 / 4)
-        return (lambda: _core.psf_window(pupil, g["icl_m"], g["support"], scale)), info
+        single = Sampling().single_precision_fft
+        return (lambda: _core.psf_window(pupil, g["icl_m"], g["support"], scale, single)), info
     if name == "numpy":
         info["version"] = np.__version__
         return (lambda: fft_peer(g, n_det, np.fft.fft2, np.fft.rfft2, np.fft.irfft2)), info
