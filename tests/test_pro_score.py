@@ -86,3 +86,24 @@ def test_references_record_their_crosscheck_and_pro_score_skips_a_not_ranked_one
     r = score_run(copy, tmp_path / "empty", "test")
     assert r["not_ranked"] == {"C01-02": doc["not_ranked"]}
     assert "C01-02" not in r["instances"] and all(c["instance"] != "C01-02" for c in r["checks"])
+
+
+def test_a_template_with_every_reference_not_ranked_is_frozen_out_not_zero(release, tmp_path):
+    import json
+
+    copy = tmp_path / "rel"
+    shutil.copytree(release, copy)
+    split = json.loads((copy / "private" / "splits.json").read_text())["instances"]
+    for row in split:
+        if row["template"] == "C01" and row["split"] == "test":
+            ref = copy / "private" / "references" / f"{row['id']}.json"
+            ref.write_text(json.dumps(dict(json.loads(ref.read_text()), not_ranked="solvers disagree")))
+    good = tmp_path / "good"
+    for row in split:
+        if row["template"] == "C05" and row["split"] == "test":
+            _perfect(copy, good, row["id"])
+    r = score_run(copy, good, "test")
+    assert r["frozen_templates"] == ["C01"] and "C01" not in r["missing_templates"]
+    # Group C is the mean of the templates still in play (C05 here; C02-C04, C06 score 0 as missing).
+    in_play = [v for k, v in r["templates"].items() if k[0] == "C" and k != "C01"]
+    assert r["groups"]["C"] == pytest.approx(np.mean(in_play)) and r["templates"]["C05"] > 0

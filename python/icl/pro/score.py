@@ -603,7 +603,11 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
         inst_scores[row["id"]] = (row["template"], float(np.mean(vals)) if vals else 0.0,
                                   refused is None and sc.results.is_dir())
         clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
-    summary = aggregate(catalog, inst_scores)
+    # A template whose every reference failed its cross-check is frozen out for every submission alike
+    # (seed 001 section 6: a disputed reference is removed before evaluation), not scored 0.
+    frozen = sorted({r["template"] for r in rows} - {v[0] for v in inst_scores.values()}
+                    - {r["template"] for r in rows if r["id"] not in not_ranked})
+    summary = aggregate(catalog, inst_scores, frozen)
     if sampled:
         flags[("*", "sampling_flips")] = True
     gates = _gates(catalog, checks_out, flags, _g3(sets, run_ok))
@@ -615,16 +619,21 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
             "instances": {k: {"template": v[0], "score": v[1], "cluster": clusters[k]} for k, v in inst_scores.items()}}
 
 
-def aggregate(catalog: Catalog, inst_scores: dict[str, tuple]) -> dict:
-    """Template = mean over instances, group = mean of templates, total = sum of weight x group."""
+def aggregate(catalog: Catalog, inst_scores: dict[str, tuple], frozen: list[str] | tuple = ()) -> dict:
+    """Template = mean over instances, group = mean of templates, total = sum of weight x group.
+
+    A template without instances scores 0, except a ``frozen`` one (every reference of it failed its
+    cross-check), which is left out of its group's mean; a group with every template frozen scores 0.
+    """
     per_t = defaultdict(list)
     for tid, s, *_ in inst_scores.values():
         per_t[tid].append(s)
     templates = {t.id: float(np.mean(per_t[t.id])) if per_t[t.id] else 0.0 for t in catalog.templates}
-    groups = {g: float(np.mean([v for k, v in templates.items() if k[0] == g])) for g in GROUPS}
+    groups = {g: float(np.mean([v for k, v in templates.items() if k[0] == g and k not in frozen] or [0.0]))
+              for g in GROUPS}
     total = float(sum(catalog.weights[g] * groups[g] for g in GROUPS))
-    return {"professional_score": total, "groups": groups, "templates": templates,
-            "missing_templates": sorted(k for k in templates if not per_t[k])}
+    return {"professional_score": total, "groups": groups, "templates": templates, "frozen_templates": list(frozen),
+            "missing_templates": sorted(k for k in templates if not per_t[k] and k not in frozen)}
 
 
 def _gates(catalog: Catalog, checks: list[dict], flags: dict, g3: dict) -> dict:
@@ -676,9 +685,10 @@ def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 202
         w = rng.dirichlet(np.ones(len(eyes)))[ei] * rng.dirichlet(np.ones(len(fams)))[fi]
         t_score = dict(zip(t_ids, np.bincount(t_idx, weights=w * mean, minlength=len(t_ids))
                            / np.bincount(t_idx, weights=w, minlength=len(t_ids)), strict=True))
-        # A template without any instance in the run scores 0, as in aggregate().
-        groups = {g: float(np.mean([t_score.get(t.id, 0.0) for t in catalog.templates if t.group == g]))
-                  for g in GROUPS}
+        # A template without any instance in the run scores 0, a frozen one is left out, as in aggregate().
+        frozen = runs[0].get("frozen_templates", [])
+        groups = {g: float(np.mean([t_score.get(t.id, 0.0) for t in catalog.templates
+                                    if t.group == g and t.id not in frozen] or [0.0])) for g in GROUPS}
         totals.append(sum(weights[g] * groups[g] for g in GROUPS))
     lo, hi = np.percentile(totals, [2.5, 97.5])
     return [float(lo), float(hi)]
