@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "icl.imaging.cli",
     "icl.review.cli",
     "icl.sandbox.cli",
+    "icl.calibrate.cli",
 )
 
 
