@@ -21,3 +21,11 @@ def test_cli_says_it_in_one_line(tmp_path):
                                 "sources": [{"id": "L1"}]}))
     res = CliRunner().invoke(main, ["render", str(spec), "-o", str(tmp_path / "out.npz")])
     assert res.exit_code != 0 and "under-samples" in res.output and "Traceback" not in res.output
+
+
+def test_memory_cap_holds_for_a_sampling_given_in_python():
+    from icl.errors import InputError
+    from icl.optics import Sampling
+
+    with pytest.raises(InputError, match=r"sampling.fft_factor: .* GiB cap"):
+        render(Scene((Source(),), Pupil()), Sampling(fft_factor=400.0))

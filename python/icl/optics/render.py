@@ -12,7 +12,7 @@ import numpy as np
 from icl import fftw  # noqa: F401  (honours ICL_FFTW_MEASURE)
 from icl._core_loader import core
 from icl.errors import InputError
-from icl.optics.model import ARCSEC, Detector, Pupil, Scene, Source
+from icl.optics.model import ARCSEC, MAX_RENDER_BYTES, Detector, Pupil, Scene, Source, render_memory_estimate
 from icl.optics.sampling import (
     COARSE_BAND,
     EDGE_BAND,
@@ -262,6 +262,10 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
 
     """
     sampling = sampling or Sampling()
+    need = render_memory_estimate(scene, sampling.fft_factor)  # the scene itself checked the default factor
+    if need > MAX_RENDER_BYTES:
+        raise InputError(f"rendering with fft_factor {sampling.fft_factor:g} needs about {need / 2**30:.3g} GiB, "
+                         f"more than the {MAX_RENDER_BYTES / 2**30:g} GiB cap", field="sampling.fft_factor")
     det = scene.detector
     q_point = sample_step(scene)
     steps = [q_point if src.extent.kind == "point" else 1 for src in scene.sources]
