@@ -2,9 +2,9 @@
 
 
 import pytest
-from icl.eye.media import AQUEOUS
 from icl.eye import Placement, Rays, Step, Surface, TraceOptions, navarro_1985, paraxial, trace
 from icl.eye.ledger import path_ledger
+from icl.eye.media import AQUEOUS
 from icl.eye.paraxial import correcting_icl, retina_for_excess
 from icl.eye.pupil import ThickPupil
 

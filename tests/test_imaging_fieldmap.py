@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from icl.imaging.fieldmap import field_deviations, patch_error, render_patched
-from icl.optics.image_source import ImageMap
 from icl.optics import Detector, Extent, Pupil, Scene, Source, render
+from icl.optics.image_source import ImageMap
 
 CLEAR = Pupil(3.2, 0.0, None)
 

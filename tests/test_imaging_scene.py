@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 from icl.errors import InputError
 from icl.imaging.display import DisplayMapping, to_rgb8
-from icl.optics.image_source import ImageMap, write_map_npz
 from icl.optics import Detector, Extent, Pupil, Scene, Source, render
+from icl.optics.image_source import ImageMap, write_map_npz
 
 PUP = Pupil(3.2, 8.0)
 DET = Detector(96, 4.0)

@@ -8,10 +8,10 @@ from click.testing import CliRunner
 from icl._paths import cases_dir
 from icl.eye.package import load_package_dir
 from icl.imaging.fieldmap import field_deviations
-from icl.optics.image_source import write_map_npz
 from icl.imaging.thick import iris_pupil, thick_pupil_at, wavefront_terms
 from icl.io import load_npz
 from icl.optics import Detector, Scene, Source, render
+from icl.optics.image_source import write_map_npz
 from icl.optics.model import Pupil
 
 

@@ -2,8 +2,8 @@ import math
 
 import numpy as np
 import pytest
-from icl.pro import references as ref
 from icl.keys import ReleaseKey
+from icl.pro import references as ref
 from icl.pro.catalog import load_catalog
 from icl.pro.generate import BUILDERS, plan
 from icl.pro.splits import SplitLeakageError, check_leakage

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from icl.cli_options import force_option
+
 
 @click.command("demo")
 @click.option("--output", default="demo-output", show_default=True, type=click.Path(file_okay=False),

@@ -35,9 +35,9 @@ def eye_trace_cmd(
 
     Writes psf_linear.npz, energy.json, paths.npz, metrics.json and manifest.json into OUTPUT.
     """
+    from rich import box
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich import box
     from rich.table import Table
 
     from icl.errors import InputError

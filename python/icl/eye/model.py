@@ -6,7 +6,7 @@ Lengths in mm along the eye's optical axis +z (cornea front vertex at z = 0), +x
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 

@@ -11,7 +11,6 @@ import http.server
 from icl import offline_page
 
 
-
 def page_bytes() -> bytes:
     """Return the annotation page as UTF-8 bytes."""
     return offline_page.page_bytes("icl.patient", "annotate.html")

@@ -744,7 +744,8 @@ def d06(c: Ctx) -> Built:
 
 def _solution_scene(pkg: dict, sol: dict) -> dict:
     """Scene of one E01 parameter set: the package with the set's decentre and residual sphere, sources moved
-    by the fixation offset (through :func:`scene_from_package`, so in the visual frame)."""
+    by the fixation offset (through :func:`scene_from_package`, so in the visual frame).
+    """
     import copy
 
     q = copy.deepcopy(pkg)
@@ -984,7 +985,8 @@ F01_FAULTS = {"renormalised": "recorded set to the incident flux (the window ima
 
 def suspect_ledger(true: dict[str, float], faults: list[str], gain: float) -> dict[str, float]:
     """The ledger a faulty solver reports: each fault touches its own entry (renormalising comes before a
-    gain), and the residual closes the sum, so every set of faults has its own signature."""
+    gain), and the residual closes the sum, so every set of faults has its own signature.
+    """
     sus = dict(true)
     if "renormalised" in faults:
         sus["recorded"] = sus["incident"]

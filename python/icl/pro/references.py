@@ -188,7 +188,8 @@ def reference_sampling(scene_dict: dict, **over: float):
 
 def render_psf(scene_dict: dict, **sampling: float) -> tuple[np.ndarray, dict, np.ndarray]:
     """Render a scene (docs/formats.md) with :func:`reference_sampling`; return (scene image, ledger of
-    the whole scene, axis). ``sampling`` overrides fields of the sampling (a second method)."""
+    the whole scene, axis). ``sampling`` overrides fields of the sampling (a second method).
+    """
     from icl.optics import Scene, render
 
     res = render(Scene.from_dict(scene_dict), reference_sampling(scene_dict, **sampling))

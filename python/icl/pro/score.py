@@ -424,7 +424,8 @@ class InstanceScorer:
 def graded_check(ch: Check, ref: dict) -> Check:
     """``ch`` with the tolerance its reference was frozen with: the larger of the registered tolerance and
     the error budget of the measurement noise in the instance's inputs (``ref["tolerance"]``), never less
-    than the registered one."""
+    than the registered one.
+    """
     import dataclasses
 
     t = ref.get("tolerance") if isinstance(ref, dict) else None

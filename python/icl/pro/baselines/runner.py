@@ -164,7 +164,8 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
 def _ledger(incident: float, blocked: float, rec: float) -> dict:
     """energy.json in the results schema: no reflection or absorption is modelled; light past the aperture
     is transmitted, and what the image does not hold of it is clipped. An image holding more than passed
-    the aperture books the excess as a negative numerical residual (an energy gain the scorer flags)."""
+    the aperture books the excess as a negative numerical residual (an energy gain the scorer flags).
+    """
     through = incident - blocked
     transmitted, residual = (through, 0.0) if rec <= through else (rec, through - rec)
     return {"units": ENERGY_UNITS, "incident": incident, "reflected": 0.0, "absorbed": 0.0, "blocked": blocked,
