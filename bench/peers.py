@@ -41,7 +41,7 @@ image gives the error), then ``--rounds`` rounds call the contenders one after t
 ratio to icl as the median of the per-round ratios. The load average is printed before and after.
 
 Memory: each contender also runs once in a subprocess of its own (skip with ``--no-memory``); the peak
-resident memory rise (``ru_maxrss``) over the resident set just before the call counts C and C++
+resident memory rise (VmHWM of the subprocess) over the resident set just before the call counts C and C++
 allocations, which tracemalloc would miss. A contender that cannot be imported or fails is reported with
 its reason. "recorded flux" is the image's sum, to set against the analytic value printed below the
 table: poppy normalises to its discrete (gray-pixel) pupil, not to the exact circle.
@@ -388,6 +388,12 @@ def make_runner(name: str, g: dict, n_det: int, q: int,
 
 
 def _peak_rss_bytes() -> int:
+    # The high-water mark of this process image (VmHWM): ru_maxrss would keep the parent's peak across the
+    # fork and exec that started this subprocess.
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
