@@ -5,6 +5,7 @@ answer in the other 4: a single evaluation shows every refusal reason, that the 
 score 100, that no pickle payload ran, and that the score file is written whole and atomically.
 """
 
+import json
 import os
 import shutil
 
@@ -192,7 +193,7 @@ def test_bad_condition_id_in_the_release_is_a_clear_error(release, tmp_path):
     shutil.copytree(release / "public", fake / "public")
     cases = load_json(fake / "public" / "halo_cases.json")
     cases["cases"][0]["conditions"][0]["id"] = "../../etc/passwd"
-    (fake / "public" / "halo_cases.json").write_text(__import__("json").dumps(cases))
+    (fake / "public" / "halo_cases.json").write_text(json.dumps(cases))
     out = tmp_path / "score.json"
     out.write_text("previous")
     res = CliRunner().invoke(
@@ -237,38 +238,14 @@ def test_missing_or_hostile_test_split_is_a_clear_error(release, tmp_path):
     fake = tmp_path / "release"
     shutil.copytree(release / "public", fake / "public")
     (fake / "public" / "halo_cases_test.json").unlink()
-    res = CliRunner().invoke(
-        main,
-        [
-            "halo-evaluate",
-            "--release",
-            str(fake),
-            "--submission",
-            str(tmp_path),
-            "--output",
-            str(tmp_path / "s.json"),
-            "--split",
-            "test",
-        ],
-    )
+    args = ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path), "--output",
+            str(tmp_path / "s.json"), "--split", "test"]
+    res = CliRunner().invoke(main, args)
     assert res.exit_code == 2 and "halo_cases_test.json" in res.output
     cases = load_json(release / "public" / "halo_cases_test.json")
     cases["cases"][0]["conditions"][0]["id"] = "../H01_a"  # would reach a development answer
-    (fake / "public" / "halo_cases_test.json").write_text(__import__("json").dumps(cases))
-    res = CliRunner().invoke(
-        main,
-        [
-            "halo-evaluate",
-            "--release",
-            str(fake),
-            "--submission",
-            str(tmp_path),
-            "--output",
-            str(tmp_path / "s.json"),
-            "--split",
-            "test",
-        ],
-    )
+    (fake / "public" / "halo_cases_test.json").write_text(json.dumps(cases))
+    res = CliRunner().invoke(main, args)
     assert (
         res.exit_code == 2
         and "halo_cases_test.json: cases[0].conditions[0].id: bad condition id" in res.output
