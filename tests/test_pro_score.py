@@ -76,7 +76,11 @@ def test_references_record_their_crosscheck_and_pro_score_skips_a_not_ranked_one
         assert doc["crosscheck"]["ranked"] and not_ranked_reason(doc) is None
         assert case["metrics"]["full_l1"]["value"] < 1e-3 and case["metrics"]["full_l1"]["limit"] <= 0.02 / 3
     c05 = json.loads((release / "private" / "references" / "C05-02.json").read_text())
-    assert all("thick" in c["note"] for c in c05["crosscheck"]["cases"].values())
+    # The thick-eye cases go through the thick second path (icl.eye.far_field) and rank when they agree.
+    assert len(c05["crosscheck"]["cases"]) == 8 and c05["crosscheck"]["ranked"] and not_ranked_reason(c05) is None
+    for c in c05["crosscheck"]["cases"].values():
+        assert c["methods"][1]["name"] == "icl.eye.far_field + icl.optics.mft"
+        assert c["metrics"]["full_l1"]["ok"] and c["metrics"]["full_l1"]["limit"] == pytest.approx(0.002 / 3)
     copy = tmp_path / "rel"
     shutil.copytree(release, copy)
     ref = copy / "private" / "references" / "C01-02.json"

@@ -12,6 +12,11 @@ scorers leave it out of every ranking and report it apart.
 Sources with an extent are checked through the point-source pattern of the same pupil at the same
 position and spectrum (the extent is a convolution of that pattern by an exact, separately tested
 kernel); the record says so.
+
+A scene whose pupil is the traced thick eye (:class:`icl.eye.pupil.ThickPupil`, the professional C05 and D02
+references) is recomputed by :func:`icl.eye.far_field.render_thick_mft`: the same eye traced at the
+matrix-Fourier solver's own quadrature nodes, with its own footprint search. The two share the ray tracer,
+which is checked on its own against optiland (:mod:`icl.eye.optiland_check`); the record names it.
 """
 
 from __future__ import annotations
@@ -24,17 +29,32 @@ from importlib.metadata import version
 import numpy as np
 
 import icl
+from icl.eye.far_field import ThickMftSampling, render_thick_mft
+from icl.eye.pupil import ThickPupil
 from icl.optics import Scene, render
 from icl.optics.mft import MftSampling, render_mft
 from icl.optics.model import Extent
 
 FFT_METHOD = "thin-phase FFT engine: filtered cell coverage, pruned FFTW transform, band-limited pixel taps"
 MFT_METHOD = "matrix Fourier transform: edge-exact pupil quadrature, direct sums onto sub-pixel Gauss nodes"
+THICK_FFT_METHOD = ("thick sequential eye traced at the FFT engine's pupil grid nodes (fitted footprint circles, "
+                    "plain cell coverage), pruned FFTW transform, band-limited pixel taps")
+THICK_MFT_METHOD = ("thick sequential eye traced at the matrix-Fourier quadrature nodes (own footprint bisection, "
+                    "edge-exact Gauss-Legendre over disk intersections), direct sums onto sub-pixel Gauss nodes")
+SHARED_TRACER = ("icl._core.trace_rays through icl.eye.wavefront.opd: shared by both paths, checked against "
+                 "optiland on its own (icl.eye.optiland_check)")
 ROWS = 64  # rows (and columns) recomputed by the second solver: every 8th at 512 x 512, every 2nd at 128
 
 
-def methods() -> list[dict]:
-    """Names and versions of the two paths."""
+def methods(thick: bool = False) -> list[dict]:
+    """Names and versions of the two paths (the thick eye's when ``thick``)."""
+    if thick:
+        return [
+            {"name": "icl.eye.pupil.ThickPupil + icl.optics.render", "method": THICK_FFT_METHOD,
+             "version": icl.__version__, "tracer": SHARED_TRACER},
+            {"name": "icl.eye.far_field + icl.optics.mft", "method": THICK_MFT_METHOD, "version": icl.__version__,
+             "numpy": version("numpy"), "tracer": SHARED_TRACER},
+        ]
     return [
         {"name": "icl.optics.render", "method": FFT_METHOD, "version": icl.__version__},
         {"name": "icl.optics.mft", "method": MFT_METHOD, "version": icl.__version__,
@@ -87,7 +107,7 @@ def disagreement(a: np.ndarray, b: np.ndarray, ys: np.ndarray, xs: np.ndarray,
 
 
 def crosscheck(scene: Scene, components: np.ndarray, scales: dict[str, float], *, stride: int | None = None,
-               halo_mask: np.ndarray | None = None, sampling: MftSampling | None = None,
+               halo_mask: np.ndarray | None = None, sampling: MftSampling | ThickMftSampling | None = None,
                summed: bool = False) -> dict:
     """Compare a reference's ``components`` (from the FFT engine) with the second solver on a pixel subsample.
 
@@ -104,8 +124,8 @@ def crosscheck(scene: Scene, components: np.ndarray, scales: dict[str, float], *
         Every ``stride``-th row and column is recomputed (default: ``n // ROWS``, at least 1).
     halo_mask : ndarray of bool, shape (n, n), optional
         Pixels outside the main lobes (for ``halo_l1``).
-    sampling : MftSampling, optional
-        Parameters of the second solver.
+    sampling : MftSampling or ThickMftSampling, optional
+        Parameters of the second solver (``ThickMftSampling`` for a thick pupil).
     summed : bool
         ``components`` is the scene image (sum over sources), shape (n, n).
 
@@ -127,19 +147,32 @@ def crosscheck(scene: Scene, components: np.ndarray, scales: dict[str, float], *
         note = "extended sources checked through the point-source pattern of the same pupil and position"
     comps = np.asarray(components)[None] if summed else np.asarray(components)
     ref = comps[:, idx][:, :, idx]
-    record: dict = {"methods": methods(), "subsample": {"stride": stride, "pixels": int(idx.size) ** 2,
-                                                         "of": det.n * det.n}, "note": note}
+    thick = isinstance(scene.pupil, ThickPupil)
+    record: dict = {"methods": methods(thick), "subsample": {"stride": stride, "pixels": int(idx.size) ** 2,
+                                                              "of": det.n * det.n}, "note": note}
     if not float(np.abs(ref).sum()) > 0:
         record.update(metrics={}, ranked=True, reason=None,
                       note="no flux on the detector: nothing to compare")
         return record
-    alt = render_mft(check_scene, idx, idx, sampling)
+    failed = []
+    if thick:
+        alt, stats = render_thick_mft(check_scene, idx, idx, sampling)
+        record["second_path"] = {
+            "pupil_nodes": sum(st["nodes"] for st in stats),
+            "transmission_mismatch": sum(st["transmission_mismatch"] for st in stats),
+            "footprint_roundness_mm": float(f"{max(st['roundness_mm'] for st in stats):.3g}"),
+        }
+        if record["second_path"]["transmission_mismatch"]:
+            failed.append(f"{record['second_path']['transmission_mismatch']} quadrature nodes traced with the "
+                          "apertures on contradict the footprint they were placed in")
+    else:
+        alt = render_mft(check_scene, idx, idx, sampling)
     if summed:
         alt = alt.sum(axis=0, keepdims=True)
     axis = det.axis_arcmin[idx]
     halo = None if halo_mask is None else np.asarray(halo_mask)[np.ix_(idx, idx)]
     values = disagreement(ref, alt, axis, axis, halo)
-    metrics, failed = {}, []
+    metrics = {}
     for name, value in values.items():
         scale = scales.get(name)
         # Three significant digits: the record does not change with the last bits of a BLAS reduction.
@@ -193,8 +226,6 @@ def crosscheck_images(scenes: dict, images: dict, scales: dict[str, float], othe
 
 
 PSF_CHECK_KINDS = ("psf", "pair", "rotation", "repeat", "solutions")  # checks on the relative L1 of PSFs
-THICK_NOTE = ("thick sequential eye: no second wave solver follows its traced pupil; its tracer is checked "
-              "against optiland on the lens path (icl.eye.optiland_check)")
 
 
 def smallest_tolerance(checks, kinds: tuple[str, ...] = PSF_CHECK_KINDS) -> float | None:

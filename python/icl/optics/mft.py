@@ -25,6 +25,7 @@ for a subsample of rows and columns.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -265,6 +266,33 @@ def point_component(
     sampling: MftSampling | None = None,
 ) -> np.ndarray:
     """Pixel flux of one point source on the pixels ``rows x cols`` of the detector (all by default)."""
+    sampling = sampling or MftSampling()
+    return pixel_flux(
+        lambda lam, theta_max: pupil_quadrature(scene.pupil, lam, theta_max, sampling),
+        scene.pupil.diameter_mm, scene, source, rows, cols, sampling,
+    )
+
+
+Quadrature = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def pixel_flux(
+    quadrature: Callable[[float, tuple[float, float]], Quadrature],
+    diameter_mm: float,
+    scene: Scene,
+    source: Source,
+    rows: np.ndarray | None = None,
+    cols: np.ndarray | None = None,
+    sampling: MftSampling | None = None,
+) -> np.ndarray:
+    """Pixel flux of one point source through any pupil given by its quadrature.
+
+    ``quadrature(lambda_m, theta_max)`` returns the pupil's nodes and complex weights (as
+    :func:`pupil_quadrature`) resolving far-field angles up to ``theta_max`` (rad, x and y);
+    ``diameter_mm`` is the clear pupil's diameter (a clear pupil sends the whole flux into the plane).
+    The far field is evaluated at ``subpixel x subpixel`` Gauss nodes of each pixel of ``rows x cols``,
+    relative to the source, and integrated over the pixel.
+    """
     if source.extent.kind != "point":
         raise ValueError(f"source {source.id!r}: the matrix-Fourier solver takes point sources only")
     sampling = sampling or MftSampling()
@@ -278,13 +306,13 @@ def point_component(
     tx, wx = _nodes((axis[cols] - source.x_arcmin) * 60 * ARCSEC, p, g)
     tx = tx.ravel()
     theta_max = (float(np.abs(tx).max()), float(np.abs(ty).max()))
-    area = math.pi * (0.5e-3 * scene.pupil.diameter_mm) ** 2
+    area = math.pi * (0.5e-3 * diameter_mm) ** 2
     out = np.zeros((rows.size, cols.size))
     for lam_nm, weight in source.spectrum:
         if weight == 0.0:
             continue
         lam = lam_nm * 1e-9
-        quad = pupil_quadrature(scene.pupil, lam, theta_max, sampling)
+        quad = quadrature(lam, theta_max)
         inten = np.abs(far_field(quad, lam, ty, tx, sampling.chunk)) ** 2 / area
         pix = inten.reshape(rows.size, g, cols.size, g)
         out += weight * np.einsum("igjh,g,h->ij", pix, wy, wx) * p * p

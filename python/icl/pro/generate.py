@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from icl.crosscheck import THICK_NOTE, attach, crosscheck_images, smallest_tolerance, with_true_values
+from icl.crosscheck import attach, crosscheck_images, smallest_tolerance, with_true_values
 from icl.io import write_json, write_manifest, write_npz
 from icl.keys import ReleaseKey, write_key
 from icl.pro import noise
@@ -1218,10 +1218,15 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
            "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines, "checks": b.refs,
            **({"measurement_noise": b.noise} if b.noise else {})}
     tol = smallest_tolerance(tpl.auto_checks)
-    # The reference PSFs come from the true values of noisy inputs; so does their cross-check.
-    thin = {c: scene_from_package(with_true_values(b.cases[c], b.noise))
-            for c in b.psf if b.engines.get(c) == ref.ENGINE}
-    attach(doc, crosscheck_images(thin, b.psf, {"full_l1": tol} if tol else {}, THICK_NOTE))
+    # The reference PSFs come from the true values of noisy inputs; so does their cross-check. Thick-eye
+    # cases (C05, D02) go through the thick second path (icl.eye.far_field), thin ones through icl.optics.mft.
+    from icl.pro import thick as th
+
+    build = {ref.ENGINE: scene_from_package, th.ENGINE: th.thick_scene}
+    scenes = {c: build[b.engines[c]](with_true_values(b.cases[c], b.noise))
+              for c in b.psf if b.engines.get(c) in build}
+    attach(doc, crosscheck_images(scenes, b.psf, {"full_l1": tol} if tol else {},
+                                  "no second solver follows this case's engine"))
     write_json(out / "private" / "references" / f"{rec['id']}.json", doc)
     axis = (np.arange(DET_N) - (DET_N - 1) / 2.0) * DET_PITCH / 60.0
     for case, img in b.psf.items():

@@ -87,10 +87,10 @@ def thick_eye(pkg: dict):
     return eye, implant
 
 
-def render_thick(pkg: dict) -> tuple[np.ndarray, dict, np.ndarray]:
-    """Thick-eye PSF of a one-source case on its detector: (image, ledger, axis)."""
+def thick_scene(pkg: dict):
+    """The case's scene with its pupil replaced by the traced thick eye (:class:`icl.eye.pupil.ThickPupil`)."""
     from icl.eye.pupil import ThickPupil
-    from icl.optics import Scene, render
+    from icl.optics import Scene
     from icl.pro.package import scene_from_package
 
     scene = Scene.from_dict(scene_from_package(pkg))
@@ -110,7 +110,14 @@ def render_thick(pkg: dict) -> tuple[np.ndarray, dict, np.ndarray]:
     # the field point-reflected about the (rotationally symmetric) host eye's axis; the source keeps its angle.
     implant = replace(implant, decentre_mm=(-implant.decentre_mm[0], -implant.decentre_mm[1]))
     pupil = ThickPupil(eye, implant, field_arcmin=(-src.x_arcmin, -src.y_arcmin), paths=paths, fresnel=False)
-    res = render(replace(scene, pupil=pupil))
+    return replace(scene, pupil=pupil)
+
+
+def render_thick(pkg: dict) -> tuple[np.ndarray, dict, np.ndarray]:
+    """Thick-eye PSF of a one-source case on its detector: (image, ledger, axis)."""
+    from icl.optics import render
+
+    res = render(thick_scene(pkg))
     return res.scene, res.ledger, res.x_arcmin
 
 
