@@ -37,10 +37,11 @@ from icl.optics.model import Extent
 
 FFT_METHOD = "thin-phase FFT engine: filtered cell coverage, pruned FFTW transform, band-limited pixel taps"
 MFT_METHOD = "matrix Fourier transform: edge-exact pupil quadrature, direct sums onto sub-pixel Gauss nodes"
-THICK_FFT_METHOD = ("thick sequential eye traced at the FFT engine's pupil grid nodes (fitted footprint circles, "
-                    "plain cell coverage), pruned FFTW transform, band-limited pixel taps")
-THICK_MFT_METHOD = ("thick sequential eye traced at the matrix-Fourier quadrature nodes (own footprint bisection, "
-                    "edge-exact Gauss-Legendre over disk intersections), direct sums onto sub-pixel Gauss nodes")
+THICK_FFT_METHOD = ("thick sequential eye traced at the FFT engine's pupil grid nodes (fitted footprint "
+                    "circles, plain cell coverage), pruned FFTW transform, band-limited pixel taps")
+THICK_MFT_METHOD = ("thick sequential eye traced at the matrix-Fourier quadrature nodes (own footprint "
+                    "bisection, edge-exact Gauss-Legendre over disk intersections), direct sums onto "
+                    "sub-pixel Gauss nodes")
 SHARED_TRACER = ("icl._core.trace_rays through icl.eye.wavefront.opd: shared by both paths, checked against "
                  "optiland on its own (icl.eye.optiland_check)")
 ROWS = 64  # rows (and columns) recomputed by the second solver: every 8th at 512 x 512, every 2nd at 128
@@ -52,8 +53,8 @@ def methods(thick: bool = False) -> list[dict]:
         return [
             {"name": "icl.eye.pupil.ThickPupil + icl.optics.render", "method": THICK_FFT_METHOD,
              "version": icl.__version__, "tracer": SHARED_TRACER},
-            {"name": "icl.eye.far_field + icl.optics.mft", "method": THICK_MFT_METHOD, "version": icl.__version__,
-             "numpy": version("numpy"), "tracer": SHARED_TRACER},
+            {"name": "icl.eye.far_field + icl.optics.mft", "method": THICK_MFT_METHOD,
+             "version": icl.__version__, "numpy": version("numpy"), "tracer": SHARED_TRACER},
         ]
     return [
         {"name": "icl.optics.render", "method": FFT_METHOD, "version": icl.__version__},
@@ -162,9 +163,10 @@ def crosscheck(scene: Scene, components: np.ndarray, scales: dict[str, float], *
             "transmission_mismatch": sum(st["transmission_mismatch"] for st in stats),
             "footprint_roundness_mm": float(f"{max(st['roundness_mm'] for st in stats):.3g}"),
         }
-        if record["second_path"]["transmission_mismatch"]:
-            failed.append(f"{record['second_path']['transmission_mismatch']} quadrature nodes traced with the "
-                          "apertures on contradict the footprint they were placed in")
+        bad = record["second_path"]["transmission_mismatch"]
+        if bad:
+            failed.append(f"{bad} quadrature nodes traced with the apertures on contradict the footprint "
+                          "they were placed in")
     else:
         alt = render_mft(check_scene, idx, idx, sampling)
     if summed:

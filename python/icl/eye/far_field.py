@@ -37,7 +37,7 @@ from icl.eye.pupil import ThickPupil
 from icl.eye.trace import TraceOptions
 from icl.eye.wavefront import Reference, host_reference, opd
 from icl.optics.mft import MftSampling, Quadrature, pixel_flux, region_nodes
-from icl.optics.model import Scene, Source
+from icl.optics.model import Scene
 
 Disk = tuple[float, float, float]  # centre u, centre v, radius (mm)
 
@@ -70,7 +70,7 @@ class ThickMftSampling:
 
 @dataclass(frozen=True)
 class Circle:
-    """A footprint boundary on the entrance pupil (mm): the path passes inside (``side`` +1) or outside (-1)."""
+    """A footprint boundary (mm, entrance pupil): the path passes inside (``side`` +1) or outside (-1)."""
 
     cu: float
     cv: float
@@ -104,8 +104,8 @@ def _bisect(pupil: ThickPupil, path: str, centre: tuple[float, float], r_in: flo
     lo, hi = np.full(phi.size, r_in), np.full(phi.size, r_out)
     for _ in range(smp.n_bisect):
         mid = 0.5 * (lo + hi)
-        _, _, flags = _trace(pupil, path, centre[0] + mid * np.cos(phi), centre[1] + mid * np.sin(phi), lam_nm,
-                             ref, True)
+        u, v = centre[0] + mid * np.cos(phi), centre[1] + mid * np.sin(phi)
+        _, _, flags = _trace(pupil, path, u, v, lam_nm, ref, True)
         outward = (flags == 0) == alive_inside
         lo, hi = np.where(outward, mid, lo), np.where(outward, hi, mid)
     r = 0.5 * (lo + hi)
@@ -121,7 +121,8 @@ def _bisect(pupil: ThickPupil, path: str, centre: tuple[float, float], r_in: flo
     return Circle(float(cu), float(cv), radius, 1 if alive_inside else -1, float(np.abs(dist - radius).max()))
 
 
-def footprints(pupil: ThickPupil, lam_nm: float, smp: ThickMftSampling | None = None) -> dict[str, list[Circle]]:
+def footprints(pupil: ThickPupil, lam_nm: float,
+               smp: ThickMftSampling | None = None) -> dict[str, list[Circle]]:
     """Each enabled path's footprint circles on the entrance pupil, bisected on traced rays (apertures on).
 
     Hole: inside one circle (hole front and wall). Lens: inside the optic zone's circle and outside the
@@ -139,19 +140,27 @@ def footprints(pupil: ThickPupil, lam_nm: float, smp: ThickMftSampling | None = 
     # Past about 1.5 optic-zone radii rays may miss the cornea, which would break the bisection.
     far = 1.5 * roz
     out: dict[str, list[Circle]] = {}
+    near = 2.0 * rh + 0.05
+
+    def search(p: str, r_in: float, r_out: float, alive_inside: bool) -> Circle:
+        return _bisect(pupil, p, c0, r_in, r_out, alive_inside, lam_nm, ref, smp)
+
     for p in _paths(pupil):
         if p == "hole":
-            out[p] = [_bisect(pupil, p, c0, 0.0, 2.0 * rh + 0.05, True, lam_nm, ref, smp)]
+            out[p] = [search(p, 0.0, near, True)]
         elif p == "edge":
-            out[p] = [_bisect(pupil, p, c0, 0.5 * roz, far, False, lam_nm, ref, smp)]
+            out[p] = [search(p, 0.5 * roz, far, False)]
         else:
-            inner = [_bisect(pupil, p, c0, 0.0, 2.0 * rh + 0.05, False, lam_nm, ref, smp)] if imp.hole_mm > 0 else []
-            out[p] = inner + [_bisect(pupil, p, c0, max(2.0 * rh + 0.05, 0.5 * roz), far, True, lam_nm, ref, smp)]
+            inner = [search(p, 0.0, near, False)] if imp.hole_mm > 0 else []
+            out[p] = inner + [search(p, max(near, 0.5 * roz), far, True)]
     return out
 
 
-def _terms(rp: float, circles: dict[str, list[Circle]]) -> list[tuple[tuple[Disk, ...], list[tuple[float, str]]]]:
-    """The pupil as ``sum over terms of 1_region sum (sign x path field)``, each region a disk intersection.
+Term = tuple[tuple[Disk, ...], list[tuple[float, str]]]
+
+
+def _terms(rp: float, circles: dict[str, list[Circle]]) -> list[Term]:
+    """Split the pupil into ``sum over terms of 1_region sum (sign x path field)`` over disk intersections.
 
     A circle that contains the pupil disk is dropped (inside) or empties the path (outside); one that
     misses it is dropped (outside) or empties the path (inside). The rest: outside circles by
@@ -188,7 +197,8 @@ def _max_slope(pupil: ThickPupil, path: str, disks: tuple[Disk, ...], lam_nm: fl
     keep = (u - cu) ** 2 + (v - cv) ** 2 <= r * r * (1 + 1e-9)
     u, v = u[keep], v[keep]
     h = 1e-4 * max(r, 1e-3)
-    w = [_trace(pupil, path, u + du, v + dv, lam_nm, ref, False)[0] for du, dv in ((h, 0), (-h, 0), (0, h), (0, -h))]
+    steps = ((h, 0), (-h, 0), (0, h), (0, -h))
+    w = [_trace(pupil, path, u + du, v + dv, lam_nm, ref, False)[0] for du, dv in steps]
     return smp.slope_margin * float(np.hypot(w[0] - w[1], w[2] - w[3]).max()) / (2 * h)
 
 
@@ -226,7 +236,8 @@ class TracedQuadrature:
                 for sign, path in parts:
                     w_mm, weight, flags = _trace(pupil, path, uu, vv, lam_nm, ref, False)
                     if np.any(flags != 0):
-                        raise ValueError(f"path {path}: {int(np.sum(flags != 0))} rays fail without apertures")
+                        lost = int(np.sum(flags != 0))
+                        raise ValueError(f"path {path}: {lost} rays fail without apertures")
                     c += sign * (np.sqrt(weight) * np.exp(1j * k * w_mm)).reshape(v.shape)
                     mismatch += _transmission_mismatch(pupil, path, uu, vv, circles, lam_nm, ref)
                 quad.append((u, v, w * c))
@@ -262,7 +273,7 @@ def _transmission_mismatch(pupil: ThickPupil, path: str, u: np.ndarray, v: np.nd
 
 def render_thick_mft(scene: Scene, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
                      sampling: ThickMftSampling | None = None) -> tuple[np.ndarray, list[dict]]:
-    """Components ``[n_sources, len(rows), len(cols)]`` of point sources through ``scene.pupil`` (a ThickPupil).
+    """Components ``[n_sources, len(rows), len(cols)]`` of point sources through a ThickPupil ``scene.pupil``.
 
     Returns the components and, per source, the quadrature's statistics (nodes traced, transmission
     mismatches, footprints). The pattern is placed at each source as the FFT engine places it.
@@ -273,10 +284,6 @@ def render_thick_mft(scene: Scene, rows: np.ndarray | None = None, cols: np.ndar
     comps, stats = [], []
     for src in scene.sources:
         quad = TracedQuadrature(scene.pupil, smp, {})
-        comps.append(_component(quad, scene, src, rows, cols, smp))
+        comps.append(pixel_flux(quad, scene.pupil.diameter_mm, scene, src, rows, cols, smp.mft))
         stats.append(quad.stats)
     return np.stack(comps), stats
-
-
-def _component(quad: TracedQuadrature, scene: Scene, src: Source, rows, cols, smp: ThickMftSampling) -> np.ndarray:
-    return pixel_flux(quad, scene.pupil.diameter_mm, scene, src, rows, cols, smp.mft)

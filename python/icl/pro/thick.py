@@ -88,7 +88,7 @@ def thick_eye(pkg: dict):
 
 
 def thick_scene(pkg: dict):
-    """The case's scene with its pupil replaced by the traced thick eye (:class:`icl.eye.pupil.ThickPupil`)."""
+    """Build the case's scene with the traced thick eye as its pupil (:class:`icl.eye.pupil.ThickPupil`)."""
     from icl.eye.pupil import ThickPupil
     from icl.optics import Scene
     from icl.pro.package import scene_from_package
