@@ -21,6 +21,12 @@ graded against the larger of its registered tolerance and this
 budget; both are written beside the check in the private reference (``tolerance``,
 ``registered_tolerance``, ``noise_budget``).
 
+A check whose answer follows from exactly stated values and a few noisy ones names those in its reference
+(``noisy_inputs``, possibly empty): only they enter its budget. D06 states the moved ICL by its exact thin
+power, so its residual needs no budget and its PSF and Strehl ratio only the pupil's; a budget from the
+whole biometry would exceed the movement's own effect and pass any answer. Depths read on the scan that
+measured a noisy value (:data:`CO_MEASURED`) carry that value's error.
+
 The rebuilt instances replay the thin-phase and thick renders of the true build, except when the pupil
 diameter, the only noisy value the thin-phase scene reads, moves up: that build renders for real, and the
 moved-down build replays too, so its change counts for closed-form references only (the renders' change is
@@ -56,6 +62,10 @@ NOISY_IMPLANT = ("vault",)
 #: Noisy values that a task moves by a stated amount (D06 moves the lens forward by a given shift): the
 #: moved value carries the same measurement error, so that the shift cannot reveal the true value.
 SHIFTED = ("vault",)
+#: Depths read on the scan that measured a noisy value, from the same reference surface (the corneal
+#: epithelium): they carry that value's error, so their differences (A02's vault) are stated exactly.
+CO_MEASURED = {"posterior_vertex_depth": "anterior_chamber_depth",
+               "anterior_vertex_depth": "anterior_chamber_depth"}
 #: The noisy values the thin-phase scene reads: moving them needs real renders.
 SCENE_PARAMS = ("pupil_diameter",)
 BUDGET_KINDS = ("scalar", "convergence", "angle", "psf", "energy", "solutions")
@@ -117,6 +127,12 @@ def apply_noise(
             if p is not None and _uncertainty(p) is not None and (p["value"] == truth or name in SHIFTED):
                 moved = stated if p["value"] == truth else float(p["value"] + stated - truth)
                 p.update(value=moved, status="measured")
+            for depth, source in CO_MEASURED.items():
+                q = pkg["implant"].get(depth)
+                if source == name and q is not None and isinstance(q.get("value"), (int, float)):
+                    record[f"implant.{depth}"] = {"true": float(q["value"]), "error_of": f"{fname}.{name}"}
+                    q.update(value=float(q["value"] + stated - truth), status="measured")
+                    record[f"implant.{depth}"]["stated"] = q["value"]
         record[f"{fname}.{name}"] = {"true": float(truth), "stated": stated, "uncertainty": u}
     return record
 
@@ -224,6 +240,8 @@ def measured(rec: dict, e: dict, f: dict, build: Callable[[dict, dict], Any]) ->
             for cid, kind, _, relative in checks:
                 if kind == "solutions" and (name not in SCENE_PARAMS or step < 0):
                     continue  # the re-rendered solutions read only the scene
+                if f"{fname}.{name}" not in b.refs[cid].get("noisy_inputs", [f"{fname}.{name}"]):
+                    continue  # the check is determined by exactly stated values and its noisy inputs
                 d = _change(kind, relative, b.refs[cid], b2.refs[cid], b, b2)
                 if d > by_param[cid].get(f"{fname}.{name}", 0.0):
                     by_param[cid][f"{fname}.{name}"] = d

@@ -1,0 +1,196 @@
+"""Checks revised so that the reference-assisted ceiling can pass them and wrong answers cannot.
+
+A02.1 (vault from depth differences), B01.2 and B01.3 (refractions traced from measured biometry), D06
+(the residual after a stated movement, graded against the exactly stated thin values), E06.1 (the width
+limit follows from the instance) and F03.3 (the encircled radius no longer follows the noisy pupil). For
+each: the answer computed from the stated inputs (what ``full-model`` writes) passes on the held-out
+splits, where the inputs are noisy, and a wrong answer fails.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from icl.io import load_json, write_json
+from icl.pro import references as ref
+from icl.pro.baselines import full
+from icl.pro.evaluate import build_inputs, select_instances
+from icl.pro.generate import eye_surfaces, generate, icl_surfaces
+from icl.pro.package import load_package
+from icl.pro.score import score_run
+
+EYE = ("cornea_anterior_radius", "cornea_anterior_conic", "cornea_thickness", "cornea_posterior_radius",
+       "cornea_index", "aqueous_index", "anterior_chamber_depth", "lens_anterior_radius", "lens_thickness",
+       "lens_posterior_radius", "lens_index", "vitreous_index", "axial_length", "pupil_diameter")
+ICL = ("anterior_radius", "posterior_radius", "central_thickness", "index", "vault")
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    d = tmp_path_factory.mktemp("revised") / "rel"
+    generate(d, per_template=4, seed=5, progress=False, only=["A02", "B01", "D06", "F03"])
+    return d
+
+
+def _held_out(release):
+    return [(s, p) for s in ("test", "ood") for p in sorted((release / "inputs" / s).iterdir())]
+
+
+def _values(pkg: dict, fname: str) -> dict:
+    return {k: p["value"] for k, p in pkg[fname].items() if isinstance(p, dict)}
+
+
+def _refs(release, iid: str) -> dict:
+    return load_json(release / "private" / "references" / f"{iid}.json")["checks"]
+
+
+def _grades(release, split: str, run, answers: dict) -> dict:
+    """Write ``answers`` ({instance: {case: metrics}}) and return {(instance, check): grade}."""
+    for iid, cases in answers.items():
+        for case, m in cases.items():
+            write_json(run / "results" / iid / case / "metrics.json", m)
+    r = score_run(release, run, split, instances=list(answers))
+    return {(c["instance"], c["check"]): c["score"] for c in r["checks"] if c["mode"] == "auto"}
+
+
+def test_a02_vault_is_the_difference_of_the_stated_depths(release, tmp_path):
+    seen = 0
+    for split, idir in _held_out(release):
+        if not idir.name.startswith("A02"):
+            continue
+        pkg = load_package(idir / "cases" / "base")
+        e, f = _values(pkg, "eye"), _values(pkg, "implant")
+        refs = _refs(release, idir.name)
+        assert pkg["eye"]["anterior_chamber_depth"]["status"] == "measured"
+        # The depths were read on the scan that measured the ACD: the difference is the vault to round-off.
+        assert abs(e["anterior_chamber_depth"] - f["posterior_vertex_depth"] - refs["A02.1"]["value"]) < 1e-9
+        assert "noise_budget" not in refs["A02.1"]
+        right = e["anterior_chamber_depth"] - f["posterior_vertex_depth"]
+        wrong = e["anterior_chamber_depth"] - f["anterior_vertex_depth"]  # the ICL anterior vertex, not vault
+        g = _grades(release, split, tmp_path / f"right-{idir.name}",
+                    {idir.name: {"base": {"vault_mm": right}}})
+        assert g[(idir.name, "A02.1")] == 1.0
+        g = _grades(release, split, tmp_path / f"wrong-{idir.name}",
+                    {idir.name: {"base": {"vault_mm": wrong}}})
+        assert g[(idir.name, "A02.1")] == 0.0
+        seen += 1
+    assert seen == 3
+
+
+def test_b01_refractions_traced_from_measured_biometry_pass_and_wrong_ones_fail(release, tmp_path):
+    seen = 0
+    for split, idir in _held_out(release):
+        if not idir.name.startswith("B01"):
+            continue
+        pkg = load_package(idir / "cases" / "base")
+        e = {k: _values(pkg, "eye")[k] for k in EYE}
+        f = {k: _values(pkg, "implant")[k] for k in ICL}
+        refs = _refs(release, idir.name)
+        for cid in ("B01.2", "B01.3"):  # the budget follows the trace through the measured biometry
+            assert refs[cid]["noise_budget"]["value"] > refs[cid]["registered_tolerance"]
+            assert "eye.axial_length" in refs[cid]["noise_budget"]["by_parameter"]
+        without = ref.ocular_refraction_d(eye_surfaces(e), e["axial_length"])
+        with_icl = ref.ocular_refraction_d(icl_surfaces(e, f), e["axial_length"])
+        g = _grades(release, split, tmp_path / f"traced-{idir.name}", {idir.name: {"base": {
+            "refraction_without_icl_d": without, "refraction_with_icl_d": with_icl}}})
+        assert g[(idir.name, "B01.2")] == 1.0 and g[(idir.name, "B01.3")] == 1.0
+        # Wrong: the spectacle-plane refraction (12 mm vertex distance) and the eye's without the ICL.
+        spectacle = without / (1.0 + 0.012 * without)
+        g = _grades(release, split, tmp_path / f"wrong-{idir.name}", {idir.name: {"base": {
+            "refraction_without_icl_d": spectacle, "refraction_with_icl_d": without}}})
+        assert g[(idir.name, "B01.2")] < 1.0 and g[(idir.name, "B01.3")] == 0.0
+        seen += 1
+    assert seen == 3
+
+
+def test_d06_is_graded_against_the_exact_thin_values(release, tmp_path):
+    seen, strehl_failed = 0, 0
+    for split, idir in _held_out(release):
+        if not idir.name.startswith("D06"):
+            continue
+        refs = _refs(release, idir.name)
+        moved, base = (_values(load_package(idir / "cases" / c), f) for c, f in (("moved", "eye"), ("base", "eye")))
+        mi, bi = (_values(load_package(idir / "cases" / c), "implant") for c in ("moved", "base"))
+        residual = -moved["thin_eye_excess"] - mi["thin_power"]
+        assert abs(residual - refs["D06.1"]["value"]) < 1e-9
+        # Only the measured pupil enters the budgets: none for the residual, a small one for the rest.
+        assert "noise_budget" not in refs["D06.1"]
+        for cid in ("D06.2", "D06.3"):
+            assert set(refs[cid].get("noise_budget", {}).get("by_parameter", {})) <= {"eye.pupil_diameter"}
+        assert refs["D06.3"]["tolerance"] < 0.1
+        pupil = moved["pupil_diameter"]
+        g = _grades(release, split, tmp_path / f"right-{idir.name}", {idir.name: {"moved": {
+            "residual_refraction_d": residual, "strehl_ratio": ref.strehl_defocus(-residual, pupil, 550.0)}}})
+        assert g[(idir.name, "D06.1")] == 1.0 and g[(idir.name, "D06.3")] == 1.0
+        # Wrong: the residual before the movement, and its Strehl ratio.
+        before = -base["thin_eye_excess"] - bi["thin_power"]
+        wrong_strehl = ref.strehl_defocus(-before, pupil, 550.0)
+        g = _grades(release, split, tmp_path / f"wrong-{idir.name}", {idir.name: {"moved": {
+            "residual_refraction_d": before, "strehl_ratio": wrong_strehl}}})
+        assert g[(idir.name, "D06.1")] < 1.0
+        if abs(wrong_strehl - refs["D06.3"]["value"]) > 3 * refs["D06.3"]["tolerance"]:
+            assert g[(idir.name, "D06.3")] == 0.0
+            strehl_failed += 1
+        seen += 1
+    assert seen == 3 and strehl_failed >= 1
+
+
+def test_f03_encircled_energy_from_the_stated_pupil_passes(release, tmp_path):
+    seen = 0
+    for split, idir in _held_out(release):
+        if not idir.name.startswith("F03"):
+            continue
+        pupil = _values(load_package(idir / "cases" / "base"), "eye")["pupil_diameter"]
+        rho = load_json(idir / "task.json")["encircled_radius_arcmin"]
+        refs = _refs(release, idir.name)
+        assert set(refs["F03.3"]["noise_budget"]["by_parameter"]) == {"eye.pupil_diameter"}
+        right = ref.encircled_energy_airy(rho, 550.0, pupil)
+        wrong = ref.encircled_energy_airy(rho, 550.0, pupil / 2)  # the pupil radius taken for its diameter
+        g = _grades(release, split, tmp_path / f"right-{idir.name}",
+                    {idir.name: {"base": {"encircled_energy_airy": right}}})
+        assert g[(idir.name, "F03.3")] == 1.0
+        g = _grades(release, split, tmp_path / f"wrong-{idir.name}",
+                    {idir.name: {"base": {"encircled_energy_airy": wrong}}})
+        assert g[(idir.name, "F03.3")] == 0.0
+        seen += 1
+    assert seen == 3
+
+
+def test_full_model_earns_every_revised_check(release, tmp_path):
+    ids = select_instances(release, 2)
+    build_inputs(release, {"all": ids}, tmp_path / "inputs")
+    assert full.run("full-model", tmp_path / "inputs" / "all", tmp_path / "fm") == len(ids)
+    r = score_run(release, tmp_path / "fm", instances=ids)
+    auto = [c for c in r["checks"] if c["mode"] == "auto"]
+    assert auto and all(c["score"] == 1.0 for c in auto), [c for c in auto if c["score"] != 1.0]
+
+
+def test_e06_width_limit_follows_the_instance(monkeypatch, tmp_path):
+    """The allowed width is the calibrated intervals' width times a factor plus a slack; a calibrated answer
+    passes, a wide one or a point one fails."""
+    from icl.keys import ReleaseKey
+    from icl.pro import generate as gen
+
+    monkeypatch.setattr(gen, "E06_GRID", 5)
+    key = ReleaseKey.from_seed(3)
+    e = gen.base_eye("BE01", key, False)
+    f = gen.fit_icl(e, gen.family("DF01", key, False))
+    b = gen.e06(gen.Ctx(np.random.default_rng(1), e, f, "BE01", "DF01"))
+    r = b.refs["E06.1"]
+    widths = r["calibrated_widths"]
+    assert len(widths) == 6 and all(0.0 <= w <= 1.0 for w in widths)
+    assert math.isclose(r["max_mean_width"], gen.E06_WIDTH_FACTOR * float(np.mean(widths)) + gen.E06_WIDTH_SLACK)
+    assert r["max_mean_width"] < 1.0  # the interval [0, 1] always covers and never passes
+    from icl.pro.catalog import load_catalog
+    from icl.pro.score import InstanceScorer
+
+    ch = load_catalog().template("E06").auto_checks[0]
+
+    def grade(name, ivs):
+        write_json(tmp_path / name / "results" / "E06-04" / "s1" / "metrics.json", {ch.key: ivs})
+        return InstanceScorer(tmp_path, tmp_path / name, "E06-04", {}).k_coverage(ch, r)[0]
+
+    # Calibrated: as wide as each subcase's 5th-95th percentile interval (placed around the truth here).
+    assert grade("calibrated", [[t - w / 2, t + w / 2] for t, w in zip(r["truths"], widths, strict=True)]) == 1.0
+    assert grade("wide", [[0.0, 1.0]] * 6) == 0.5  # covers every truth, too wide
+    assert grade("point", [[t + 0.05, t + 0.06] for t in r["truths"]]) == 0.0  # narrow, misses
