@@ -8,11 +8,9 @@ raw open polyline. A band is every point whose distance to the curve is at most 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import chain
 from typing import Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 FRAME_DEG = 15.0  # half-width of the fixed scoring frame on each axis
 CURVE_POINTS = 128  # samples per curve for the Chamfer distance and the ellipse polyline
@@ -64,29 +62,36 @@ def curve_samples(feat: Mapping[str, Any], n: int = CURVE_POINTS) -> np.ndarray:
     return _resample(np.asarray(feat["points_deg"], dtype=float), n)
 
 
-_CHUNK = 1 << 20  # point-segment pairs evaluated at once
+_CHUNK = 1 << 20  # point-segment (or point-block) pairs evaluated at once
 
 
 def _segments(vertices: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Segment starts, steps and squared lengths as :func:`_segment_distance` takes them.
+
+    A zero-length segment (a repeated vertex) gets step 0 and squared length 1, so its parameter is 0 and
+    its distance is the one to its start point, without a branch per pair.
+    """
     x0, y0 = vertices[:-1, 0], vertices[:-1, 1]
     dx, dy = vertices[1:, 0] - x0, vertices[1:, 1] - y0
-    return x0, y0, dx, dy, dx * dx + dy * dy
+    ll = dx * dx + dy * dy
+    moves = ll > 0
+    return x0, y0, np.where(moves, dx, 0.0), np.where(moves, dy, 0.0), np.where(moves, ll, 1.0)
 
 
 def _segment_distance(qx, qy, x0, y0, dx, dy, ll) -> np.ndarray:
-    """Distance from points to segments, element by element (a zero-length segment is its start point)."""
-    safe = np.where(ll > 0, ll, 1.0)
-    t = np.where(ll > 0, np.clip(((qx - x0) * dx + (qy - y0) * dy) / safe, 0.0, 1.0), 0.0)
-    return np.hypot(qx - x0 - t * dx, qy - y0 - t * dy)
+    """Distance from points to segments (as :func:`_segments` gives them), element by element."""
+    ax, ay = qx - x0, qy - y0
+    t = np.clip((ax * dx + ay * dy) / ll, 0.0, 1.0)
+    return np.hypot(ax - t * dx, ay - t * dy)
 
 
 def _polyline_distance(vertices: np.ndarray, px: np.ndarray, py: np.ndarray) -> np.ndarray:
     """Exact distance from points to an open polyline: the minimum over its segments.
 
-    Long polylines (freehand contours) test each point only against the segments that can be nearest:
-    those whose midpoint lies within (distance to the nearest vertex + the longest half-segment) of it,
-    found with a k-d tree. The nearest segment is always among them, and each distance is computed by
-    the same expression as the full search, so the result is the same number.
+    Long polylines (freehand contours) test each point only against the segments that can be nearest,
+    found through a hierarchy of bounding boxes (:class:`_Polyline`). The nearest segment is always among
+    them, and each distance is computed by the same expression as the full search, so the result is the
+    same number.
     """
     px, py = np.broadcast_arrays(np.asarray(px, dtype=float), np.asarray(py, dtype=float))
     if len(vertices) == 1:
@@ -103,44 +108,96 @@ def _polyline_distance(vertices: np.ndarray, px: np.ndarray, py: np.ndarray) -> 
     return out.reshape(px.shape)
 
 
-_TREE_SEGMENTS = 256  # above this many segments the k-d tree prefilter pays off
+_TREE_SEGMENTS = 256  # above this many segments the block hierarchy pays off
 
 
 class _Polyline:
-    """A long polyline's segments and the k-d trees of its vertices and segment midpoints."""
+    """A long polyline's segments in a hierarchy of blocks of consecutive segments with bounding boxes.
+
+    ``LEVELS`` are the block sizes, coarse to fine; each divides the one before, the finest blocks are
+    evaluated segment by segment. The segment list is padded to whole top-level blocks by repeating its
+    last segment, which changes no minimum.
+    """
+
+    LEVELS = (128, 16, 4)
 
     def __init__(self, vertices: np.ndarray):
-        self.seg = _segments(vertices)
-        x0, y0, dx, dy, ll = self.seg
-        self.vertices = cKDTree(vertices)
-        self.mids = cKDTree(np.column_stack([x0 + 0.5 * dx, y0 + 0.5 * dy]))
-        self.half = 0.5 * float(np.sqrt(ll.max())) + 1e-9  # longest half-segment, rounded up
+        nseg = len(vertices) - 1
+        top = self.LEVELS[0]
+        pad = np.minimum(np.arange(-(-nseg // top) * top), nseg - 1)
+        start, end = vertices[pad], vertices[pad + 1]
+        lo, hi = np.minimum(start, end), np.maximum(start, end)
+        self.boxes, self.marks = [], []
+        for size in self.LEVELS:
+            nblock = len(pad) // size
+            box = np.stack(
+                [
+                    lo[:, 0].reshape(nblock, size).min(axis=1),
+                    hi[:, 0].reshape(nblock, size).max(axis=1),
+                    lo[:, 1].reshape(nblock, size).min(axis=1),
+                    hi[:, 1].reshape(nblock, size).max(axis=1),
+                ],
+                axis=-1,
+            )
+            # each block's middle vertex: a point of the curve, so its distance bounds the answer from above
+            mark = vertices[pad[np.arange(nblock) * size + size // 2]]
+            # finer levels are indexed by (parent block, child), so the children of a parent are one row
+            children = size if not self.boxes else self.LEVELS[len(self.boxes) - 1] // size
+            self.boxes.append(box if not self.boxes else box.reshape(-1, children, 4))
+            self.marks.append(mark if not self.marks else mark.reshape(-1, children, 2))
+        self.leaf = np.stack(_segments(vertices), axis=-1)[pad].reshape(-1, self.LEVELS[-1], 5)
 
     def distance(self, fx: np.ndarray, fy: np.ndarray) -> np.ndarray:
         """Exact distance of each point to the polyline.
 
-        The two segments at the nearest vertex give an upper bound ``u`` on the answer. A segment whose
-        midpoint is ``r`` away is at least ``r - half`` away, so only midpoints within ``u + half`` can
-        hold the nearest segment; those are found with one ball query and evaluated, all points at once.
+        A descent through the blocks whose middle vertex is nearest ends on one finest block, whose
+        segments give an upper bound ``u`` on the answer. A block whose box lies farther than ``u`` cannot
+        hold the nearest segment: going down the levels, only blocks whose box is within ``u`` (plus a
+        margin far above rounding) are kept, and the segments of the finest ones kept are evaluated with
+        :func:`_segment_distance`, all points at once. The nearest segment is always among them, and each
+        distance is the number an exhaustive search computes, so the minimum is the same.
         """
-        x0, y0, dx, dy, ll = self.seg
-        nseg = len(x0)
-        pts = np.column_stack([fx, fy])
-        _, v = self.vertices.query(pts)
-        near = np.column_stack([np.clip(v - 1, 0, nseg - 1), np.clip(v, 0, nseg - 1)])
-        u = _segment_distance(fx[:, None], fy[:, None], x0[near], y0[near], dx[near], dy[near], ll[near]).min(
-            axis=1
-        )
-        cand = self.mids.query_ball_point(pts, u + self.half)
-        counts = np.fromiter(map(len, cand), dtype=np.intp, count=len(cand))
-        k = np.fromiter(chain.from_iterable(cand), dtype=np.intp, count=int(counts.sum()))
-        p = np.repeat(np.arange(len(cand)), counts)
-        d = _segment_distance(fx[p], fy[p], x0[k], y0[k], dx[k], dy[k], ll[k])
+        out = np.empty(fx.size)
+        step = max(1, _CHUNK // len(self.boxes[0]))
+        for i in range(0, fx.size, step):
+            out[i : i + step] = self._distance(fx[i : i + step], fy[i : i + step])
+        return out
+
+    def _distance(self, fx: np.ndarray, fy: np.ndarray) -> np.ndarray:
+        qx, qy = fx[:, None], fy[:, None]
+        top = _box_gap2(self.boxes[0], qx, qy)  # (points, top-level blocks)
+        mx, my = self.marks[0][:, 0] - qx, self.marks[0][:, 1] - qy
+        block = (mx * mx + my * my).argmin(axis=1)
+        for box, mark in zip(self.boxes[1:], self.marks[1:], strict=True):
+            mx, my = mark[block, :, 0] - qx, mark[block, :, 1] - qy
+            block = block * box.shape[1] + (mx * mx + my * my).argmin(axis=1)
+        u = _leaf_distance(self.leaf[block], qx, qy).min(axis=1)
+        keep = u * (1 + 1e-9) + 1e-9  # kept radius: rounding of the bounds can only add blocks
+        keep2 = keep * keep
+        point, block = np.nonzero(top <= keep2[:, None])
+        for box in self.boxes[1:]:
+            near = _box_gap2(box[block], fx[point, None], fy[point, None]) <= keep2[point, None]
+            row, child = np.nonzero(near)
+            point, block = point[row], block[row] * box.shape[1] + child
+        d = _leaf_distance(self.leaf[block], fx[point, None], fy[point, None]).min(axis=1)
+        counts = np.bincount(point, minlength=fx.size)  # every point keeps the block that gave u
         return np.minimum.reduceat(d, np.cumsum(counts) - counts)
 
 
+def _box_gap2(box: np.ndarray, qx: np.ndarray, qy: np.ndarray) -> np.ndarray:
+    """Squared distance from points to boxes ``(..., [xmin, xmax, ymin, ymax])``, broadcast."""
+    gx = np.maximum(np.maximum(box[..., 0] - qx, qx - box[..., 1]), 0.0)
+    gy = np.maximum(np.maximum(box[..., 2] - qy, qy - box[..., 3]), 0.0)
+    return gx * gx + gy * gy
+
+
+def _leaf_distance(seg: np.ndarray, qx: np.ndarray, qy: np.ndarray) -> np.ndarray:
+    """:func:`_segment_distance` of points to rows of segments ``(..., [x0, y0, dx, dy, ll])``."""
+    return _segment_distance(qx, qy, seg[..., 0], seg[..., 1], seg[..., 2], seg[..., 3], seg[..., 4])
+
+
 class CurveCache:
-    """Per-scoring memory of what a feature costs to prepare: freehand k-d trees and curve samples.
+    """Per-scoring memory of what a feature costs to prepare: freehand block hierarchies and curve samples.
 
     Keyed by the identity of the feature's objects (kept referenced, so an id is never reused while the
     cache lives); create one per scoring run, during which features are not modified.
@@ -204,7 +261,7 @@ def distance_to_curve(
 ) -> np.ndarray:
     """Distance (deg) from points ``(px, py)`` to a feature's curve (not to its band).
 
-    ``cache`` keeps a long freehand contour's k-d trees between calls; the result does not depend on it.
+    ``cache`` keeps a long freehand contour's block hierarchy between calls; the result does not depend on it.
     """
     kind = feat["kind"]
     if kind in ("circle", "arc"):
