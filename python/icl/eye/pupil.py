@@ -5,8 +5,10 @@ and returns ``sum_path f_path sqrt(w_path) exp(2 pi i OPD_path / lambda)``, wher
 area fraction of the node's cell that the path covers. The covered regions are found by tracing: the
 boundary of each path's footprint on the entrance pupil is located by bisection along 64 azimuths (with
 apertures and the hole wall on) and fitted by a circle; cell fractions then use the exact disk coverage,
-as the thin model does for its own edges. OPDs are traced with apertures off, so each path's wavefront is
-smooth across its boundary.
+as the thin model does for its own edges: plain, or, when the far-field engine passes its edge filter
+(:func:`icl.optics.sampling.edge_filter`), taken on finer cells and filtered onto the grid, which removes
+the cells' ``sinc`` from the far field's wings (``takes_edge_filter``). OPDs are traced with apertures
+off, so each path's wavefront is smooth across its boundary (and over the filter's guard cells).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from icl.eye.model import GHOST_PATHS, PRIMARY_PATHS, Eye, Implant
 from icl.eye.paraxial import paraxial
 from icl.eye.trace import TraceOptions
 from icl.eye.wavefront import host_reference, opd
+from icl.optics.sampling import EdgeFilter
 from icl.optics.thin import circle_overlap
 
 N_AZIMUTHS = 64
@@ -69,6 +72,8 @@ class ThickPupil:
     fresnel: bool = True
     wavelength_nm: float | None = None
     _cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    takes_edge_filter = True  # the far-field engine may pass its edge filter to field()
 
     @property
     def diameter_mm(self) -> float:
@@ -144,20 +149,23 @@ class ThickPupil:
                 out[p] = fps
         return out
 
-    def _fraction(self, fps: list[Footprint], n: int, du: float) -> np.ndarray:
+    def _fraction(self, fps: list[Footprint], n: int, du: float, edge: EdgeFilter | None) -> np.ndarray:
         frac = np.ones((n, n))
         for fp in fps:
-            cov = core.disk_coverage(fp.cu * 1e-3, fp.cv * 1e-3, fp.radius * 1e-3, n, du)
+            cov = _coverage(fp.cu, fp.cv, fp.radius, n, du, edge)
             frac = frac * (cov if fp.side > 0 else 1.0 - cov)
         return frac
 
-    def field(self, n: int, du: float, wavelength: float) -> np.ndarray:
-        """Complex pupil on an n x n grid of pitch ``du`` (m), row = v, column = u (see module docstring)."""
+    def field(self, n: int, du: float, wavelength: float, edge: EdgeFilter | None = None) -> np.ndarray:
+        """Complex pupil on an n x n grid of pitch ``du`` (m), row = v, column = u (see module docstring).
+
+        With ``edge`` the coverages are filtered (they then reach ``edge.spread`` cells beyond each edge).
+        """
         lam_nm = self.wavelength_nm or wavelength * 1e9
         r = self.diameter_mm / 2.0
-        pupil = core.disk_coverage(0.0, 0.0, r * 1e-3, n, du)
+        pupil = _coverage(0.0, 0.0, r, n, du, edge)
         out = np.zeros((n, n), dtype=complex)
-        idx = np.nonzero(pupil > 0)
+        idx = np.nonzero(pupil != 0)
         g = (np.arange(n) - (n - 1) / 2.0) * du * 1e3
         u, v = g[idx[1]], g[idx[0]]
         ref = host_reference(self.eye, self.field_arcmin, lam_nm)
@@ -168,7 +176,7 @@ class ThickPupil:
             w_mm, weight, flags = opd(self.eye, self.implant, p, u, v, self.field_arcmin, lam_nm, opts, ref)
             if np.any(flags != 0):
                 raise ValueError(f"path {p}: {int(np.sum(flags != 0))} rays fail without apertures")
-            frac = self._fraction(fps[p], n, du)[idx]
+            frac = self._fraction(fps[p], n, du, edge)[idx]
             _check_sampling(p, w_mm, frac, idx, n, wavelength * 1e3)
             out[idx] += frac * np.sqrt(weight) * np.exp(1j * k * w_mm)
         out[idx] *= pupil[idx]
@@ -190,6 +198,13 @@ class ThickPupil:
                 part = part - area + inter if fp.side > 0 else part - inter
             covered += part
         return max(0.0, 1.0 - covered / area)
+
+
+def _coverage(cu: float, cv: float, r: float, n: int, du: float, edge: EdgeFilter | None) -> np.ndarray:
+    """Cell coverage of a disk (centre and radius in mm): exact areas, or filtered with ``edge``."""
+    if edge is None:
+        return core.disk_coverage(cu * 1e-3, cv * 1e-3, r * 1e-3, n, du)
+    return core.disk_coverage_filtered(cu * 1e-3, cv * 1e-3, r * 1e-3, n, du, list(edge.taps), edge.sub)
 
 
 def _check_sampling(path: str, w_mm: np.ndarray, frac: np.ndarray, idx: tuple, n: int, lam_mm: float) -> None:

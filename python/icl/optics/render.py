@@ -88,14 +88,19 @@ def psf_samples(
 def far_field_pupil(pupil: PupilModel, grid: Grid, wavelength: float, support: int) -> np.ndarray:
     """Pupil samples whose discrete far field is the continuous one on the support window.
 
-    The thin pupil's aperture coverages go through :func:`icl.optics.sampling.edge_filter` (the cells'
-    area average undone, aliases of the neighbouring periods removed) when the window of ``support``
-    samples lies inside the filter's band. A window wider than that (a full period for the MTF) and
-    other pupil models get the plain field, whose far field keeps the cells' ``sinc(f)`` per axis
-    (f = angle / FFT period) and the autocorrelation support of the pupil itself.
+    The aperture coverages of the thin pupil, and of a pupil model that declares ``takes_edge_filter``
+    (the thick eye's :class:`icl.eye.pupil.ThickPupil`), go through
+    :func:`icl.optics.sampling.edge_filter` (the cells' area average undone, aliases of the neighbouring
+    periods removed) when the window of ``support`` samples lies inside the filter's band. A window wider
+    than that (a full period for the MTF) and other pupil models get the plain field, whose far field
+    keeps the cells' ``sinc(f)`` per axis (f = angle / FFT period) and the autocorrelation support of the
+    pupil itself.
     """
-    if isinstance(pupil, Pupil) and support <= 2.0 * EDGE_BAND * grid.m:
-        return pupil_field(pupil, grid.n, grid.du, wavelength, edge_filter())
+    if support <= 2.0 * EDGE_BAND * grid.m:
+        if isinstance(pupil, Pupil):
+            return pupil_field(pupil, grid.n, grid.du, wavelength, edge_filter())
+        if getattr(pupil, "takes_edge_filter", False):
+            return pupil.field(grid.n, grid.du, wavelength, edge_filter())
     return pupil.field(grid.n, grid.du, wavelength)
 
 
