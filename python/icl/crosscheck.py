@@ -160,6 +160,7 @@ def crosscheck(scene: Scene, components: np.ndarray, scales: dict[str, float], *
         alt, stats = render_thick_mft(check_scene, idx, idx, sampling)
         record["second_path"] = {
             "pupil_nodes": sum(st["nodes"] for st in stats),
+            "rays": sum(st["rays"] for st in stats),
             "transmission_mismatch": sum(st["transmission_mismatch"] for st in stats),
             "footprint_roundness_mm": float(f"{max(st['roundness_mm'] for st in stats):.3g}"),
         }

@@ -189,8 +189,8 @@ def _terms(rp: float, circles: dict[str, list[Circle]]) -> list[Term]:
 
 
 def _max_slope(pupil: ThickPupil, path: str, disks: tuple[Disk, ...], lam_nm: float, ref: Reference,
-               smp: ThickMftSampling) -> float:
-    """Largest |grad OPD| (rad) of the path over the bounding square of the region's smallest disk."""
+               smp: ThickMftSampling) -> tuple[float, int]:
+    """Largest |grad OPD| (rad) of the path over the region's smallest disk, and the rays it traced."""
     cu, cv, r = min(disks, key=lambda d: d[2])
     g = np.linspace(-r, r, smp.slope_points)
     u, v = np.meshgrid(cu + g, cv + g)
@@ -199,12 +199,16 @@ def _max_slope(pupil: ThickPupil, path: str, disks: tuple[Disk, ...], lam_nm: fl
     h = 1e-4 * max(r, 1e-3)
     steps = ((h, 0), (-h, 0), (0, h), (0, -h))
     w = [_trace(pupil, path, u + du, v + dv, lam_nm, ref, False)[0] for du, dv in steps]
-    return smp.slope_margin * float(np.hypot(w[0] - w[1], w[2] - w[3]).max()) / (2 * h)
+    return smp.slope_margin * float(np.hypot(w[0] - w[1], w[2] - w[3]).max()) / (2 * h), 4 * u.size
 
 
 @dataclass
 class TracedQuadrature:
-    """The thick pupil at its quadrature nodes, for one wavelength; ``stats`` counts rays and nodes."""
+    """The thick pupil at its quadrature nodes, for one wavelength.
+
+    ``stats`` (of the last wavelength): quadrature nodes, rays traced (footprint search, slope estimate,
+    nodes with apertures off and on), transmission mismatches, footprint circles and their roundness.
+    """
 
     pupil: ThickPupil
     smp: ThickMftSampling
@@ -219,13 +223,15 @@ class TracedQuadrature:
         rp = pupil.diameter_mm / 2.0
         k = 2.0 * math.pi / (lam * 1e3)  # per mm
         quad, nodes, mismatch = [], 0, 0
+        rays = smp.n_azimuths * smp.n_bisect * sum(len(cs) for cs in circles.values())
         slopes: dict[tuple, float] = {}
         for disks, parts in _terms(rp, circles):
             slope = 0.0
             for _, path in parts:
                 key = (path, disks)
                 if key not in slopes:
-                    slopes[key] = _max_slope(pupil, path, disks, lam_nm, ref, smp)
+                    slopes[key], traced = _max_slope(pupil, path, disks, lam_nm, ref, smp)
+                    rays += traced
                 slope = max(slope, slopes[key])
             fu, fv = ((slope + t) / lam for t in theta_max)
             disks_m = tuple((1e-3 * a, 1e-3 * b, 1e-3 * c) for a, b, c in disks)
@@ -240,10 +246,11 @@ class TracedQuadrature:
                         raise ValueError(f"path {path}: {lost} rays fail without apertures")
                     c += sign * (np.sqrt(weight) * np.exp(1j * k * w_mm)).reshape(v.shape)
                     mismatch += _transmission_mismatch(pupil, path, uu, vv, circles, lam_nm, ref)
+                    rays += 2 * v.size
                 quad.append((u, v, w * c))
                 nodes += v.size
         self.stats = {"wavelength_nm": lam_nm, "terms": len(_terms(rp, circles)), "nodes": nodes,
-                      "transmission_mismatch": mismatch,
+                      "rays": rays, "transmission_mismatch": mismatch,
                       "footprints": {p: [[round(c.cu, 6), round(c.cv, 6), round(c.radius, 6), c.side]
                                          for c in cs] for p, cs in circles.items()},
                       "roundness_mm": max([c.roundness for cs in circles.values() for c in cs] or [0.0])}
