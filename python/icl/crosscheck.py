@@ -38,7 +38,7 @@ from icl.optics.model import Extent
 FFT_METHOD = "thin-phase FFT engine: filtered cell coverage, pruned FFTW transform, band-limited pixel taps"
 MFT_METHOD = "matrix Fourier transform: edge-exact pupil quadrature, direct sums onto sub-pixel Gauss nodes"
 THICK_FFT_METHOD = ("thick sequential eye traced at the FFT engine's pupil grid nodes (fitted footprint "
-                    "circles, plain cell coverage), pruned FFTW transform, band-limited pixel taps")
+                    "circles, filtered cell coverage), pruned FFTW transform, band-limited pixel taps")
 THICK_MFT_METHOD = ("thick sequential eye traced at the matrix-Fourier quadrature nodes (own footprint "
                     "bisection, edge-exact Gauss-Legendre over disk intersections), direct sums onto "
                     "sub-pixel Gauss nodes")
