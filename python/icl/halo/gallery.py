@@ -15,6 +15,7 @@ decade) is marked as the ring of added light, in the change panel and in both pr
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import json
@@ -113,23 +114,78 @@ def case_figure(task: tuple) -> tuple[bytes, dict]:
 
     The geometry gives, for the change panel, its pixel box in the PNG (left, top, right, bottom, from
     the top-left corner), its data limits (arcmin), the centre of the change profile and the marked
-    ring radius (None when nothing is marked), so that a test can read the picture back.
+    ring radius (None when nothing is marked), so that a test can read the picture back. The figure is
+    drawn on this process's :class:`Canvas` (not thread-safe; :func:`icl.parallel.run_tasks` uses
+    processes).
     """
-    fig, geometry = draw_case(*task)  # selects the Agg backend before pyplot is imported here
-    import matplotlib.pyplot as plt
-
+    fig, geometry = draw_case(*task, canvas=_canvas())
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, pil_kwargs={"compress_level": 4})
-    plt.close(fig)
     return buf.getvalue(), geometry
 
 
-def _style(ax, title: str | None = None) -> None:
-    if title:
-        ax.set_title(title, fontsize=FONT + 1)
-    ax.tick_params(labelsize=FONT)
-    ax.xaxis.label.set_size(FONT)
-    ax.yaxis.label.set_size(FONT)
+class Canvas:
+    """The figure's frame (axes, colour bars, scales, fixed labels), built once and reused for every case.
+
+    Building the axes and their tick objects cost as much as drawing them; the frame is the same for every
+    case, so only a case's own artists are removed and drawn again. Every limit is set explicitly, so a
+    figure's bytes do not depend on the cases drawn on the canvas before it (tested).
+    """
+
+    def __init__(self) -> None:
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+        from matplotlib.figure import Figure
+
+        # A fixed grid (no layout engine): every figure has the same geometry and draws once.
+        self.fig = Figure(figsize=FIG_SIZE, dpi=DPI)
+        self.axes = self.fig.subplots(2, 4, gridspec_kw={"wspace": 0.5, "hspace": 0.32})
+        self.fig.subplots_adjust(left=0.04, right=0.985, bottom=0.075, top=0.91)
+        raw = ScalarMappable(Normalize(LOG_MIN, LOG_MAX), "magma")
+        bars = [(self.axes[row, col], raw, "log10 flux per pixel") for col in (0, 1) for row in (0, 1)]
+        change = ScalarMappable(Normalize(-CHANGE_DECADES, CHANGE_DECADES), "RdBu_r")
+        bars.append((self.axes[0, 2], change, "log10(b / a), decades"))
+        for ax, mappable, label in bars:
+            cb = self.fig.colorbar(mappable, ax=ax, fraction=0.046, pad=0.03)
+            cb.set_label(label, fontsize=FONT)
+            cb.ax.tick_params(labelsize=FONT)
+        for ax in self.axes.flat:
+            ax.tick_params(labelsize=FONT)
+            ax.xaxis.label.set_size(FONT)
+            ax.yaxis.label.set_size(FONT)
+        for ax in self.axes[:, :2].flat:
+            ax.set_xlabel("x (arcmin)")
+            ax.set_ylabel("y (arcmin)")
+        self.axes[0, 2].set_xlabel("x (arcmin)")
+        self.axes[0, 2].set_ylabel("y (arcmin)")
+        self.axes[1, 2].set_ylabel("log10(b / a), decades")
+        ax_r, ax_a = self.axes[0, 3], self.axes[1, 3]
+        ax_r.set_yscale("log")
+        ax_r.set_xlabel("radius about each wick (arcmin)")
+        ax_r.set_ylabel("flux per pixel (mean over angle)")
+        ax_a.set_xlabel("angle from +x, counter-clockwise (deg)")
+        ax_a.set_ylabel("flux / mean over angle")
+        ax_a.set_xticks([0, 90, 180, 270, 360])
+
+    def clear(self) -> None:
+        """Remove the artists of the case drawn last (images, lines, patches, texts, legends)."""
+        for ax in self.axes.flat:
+            for artist in (*ax.images, *ax.lines, *ax.patches, *ax.texts, *ax.collections):
+                artist.remove()
+            if ax.get_legend():
+                ax.get_legend().remove()
+
+
+@functools.lru_cache(maxsize=1)
+def _canvas() -> Canvas:
+    """Return the canvas of this process."""
+    return Canvas()
+
+
+def _title(ax, title: str) -> None:
+    # An explicit y keeps matplotlib from measuring every tick label to place the title; the ticks are
+    # below the axes, so the title sits where it would anyway.
+    ax.set_title(title, fontsize=FONT + 1, y=1.0)
 
 
 def _markers(ax, record: dict) -> None:
@@ -198,51 +254,39 @@ def _outside(ax, axis: np.ndarray, lims: tuple[float, float, float, float], pitc
         )
 
 
-def draw_case(case, refs: dict):
-    """Draw the matplotlib figure of one case; return it and its panel geometry (see :func:`case_figure`)."""
-    import matplotlib
+def draw_case(case, refs: dict, canvas: Canvas | None = None):
+    """Draw one case on ``canvas`` (a new one by default); return its figure and panel geometry.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    See :func:`case_figure` for the geometry.
+    """
+    canvas = canvas or Canvas()
+    canvas.clear()
+    fig, axes = canvas.fig, canvas.axes
     ra, rb = (refs[c.id] for c in case.conditions)
     axis = ra.result.x_arcmin
     pitch = float(axis[1] - axis[0])
     ext = [axis[0] - pitch / 2, axis[-1] + pitch / 2] * 2
-    # A fixed grid (no layout engine): every figure has the same geometry and draws once.
-    fig, axes = plt.subplots(2, 4, figsize=FIG_SIZE, dpi=DPI, gridspec_kw={"wspace": 0.5, "hspace": 0.32})
-    fig.subplots_adjust(left=0.04, right=0.985, bottom=0.075, top=0.91)
     imkw = {"origin": "lower", "extent": ext, "interpolation": "nearest", "zorder": 1}
     for col, ref in enumerate((ra, rb)):
         img = log_flux(ref.result.scene)
         ax = axes[0, col]
-        im = ax.imshow(img, cmap="magma", vmin=LOG_MIN, vmax=LOG_MAX, **imkw)
+        ax.imshow(img, cmap="magma", vmin=LOG_MIN, vmax=LOG_MAX, **imkw)
         _markers(ax, ref.record)
         ax.set_xlim(ext[0], ext[1])
         ax.set_ylim(ext[2], ext[3])
-        _style(ax, f"{ref.condition.id}: {ref.condition.label}"[:44])
-        ax.set_xlabel("x (arcmin)")
-        ax.set_ylabel("y (arcmin)")
-        cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
-        cb.set_label("log10 flux per pixel", fontsize=FONT)
-        cb.ax.tick_params(labelsize=FONT)
+        _title(ax, f"{ref.condition.id}: {ref.condition.label}"[:44])
         wicks = [_wick(ref.record, k) for k in range(len(ref.record["sources"]))]
         zx, zy = np.mean([w[0] for w in wicks]), np.mean([w[1] for w in wicks])
         spread = max(max(abs(w[0] - zx), abs(w[1] - zy)) for w in wicks)
         half = max(ZOOM_HALF_ARCMIN, spread + 2.0)
         ax = axes[1, col]
-        im = ax.imshow(img, cmap="magma", vmin=LOG_MIN, vmax=LOG_MAX, **imkw)
+        ax.imshow(img, cmap="magma", vmin=LOG_MIN, vmax=LOG_MAX, **imkw)
         _markers(ax, ref.record)
         lims = (zx - half, zx + half, zy - half, zy + half)
         ax.set_xlim(lims[0], lims[1])
         ax.set_ylim(lims[2], lims[3])
         _outside(ax, axis, lims, pitch)
-        _style(ax, f"{ref.condition.id} zoom, same colours")
-        ax.set_xlabel("x (arcmin)")
-        ax.set_ylabel("y (arcmin)")
-        cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
-        cb.set_label("log10 flux per pixel", fontsize=FONT)
-        cb.ax.tick_params(labelsize=FONT)
+        _title(ax, f"{ref.condition.id} zoom, same colours")
 
     change = change_map(ra.result.scene, rb.result.scene, pitch)
     centre = _wick(rb.record)
@@ -253,7 +297,7 @@ def draw_case(case, refs: dict):
     moved = max(math.dist(_wick(ra.record, k), _wick(rb.record, k)) for k in range(len(ra.record["sources"])))
     ring = gain_ring(radii, mean, lod) if moved < WICK_STILL_ARCMIN else None
     ax = axes[0, 2]
-    im = ax.imshow(change, cmap="RdBu_r", vmin=-CHANGE_DECADES, vmax=CHANGE_DECADES, **imkw)
+    ax.imshow(change, cmap="RdBu_r", vmin=-CHANGE_DECADES, vmax=CHANGE_DECADES, **imkw)
     t = np.linspace(0, 2 * math.pi, 361)
     if ring:
         ax.plot(
@@ -261,12 +305,7 @@ def draw_case(case, refs: dict):
         )
     ax.set_xlim(ext[0], ext[1])
     ax.set_ylim(ext[2], ext[3])
-    _style(ax, f"{case.id} change b vs a (1' smoothing)")
-    ax.set_xlabel("x (arcmin)")
-    ax.set_ylabel("y (arcmin)")
-    cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
-    cb.set_label("log10(b / a), decades", fontsize=FONT)
-    cb.ax.tick_params(labelsize=FONT)
+    _title(ax, f"{case.id} change b vs a (1' smoothing)")
 
     ax = axes[1, 2]
     ok = np.isfinite(mean)
@@ -284,9 +323,8 @@ def draw_case(case, refs: dict):
             va="top",
             ha="left" if ring[0] < 8 else "right",
         )
-    _style(ax, "change along radius (mean over angle)")
+    _title(ax, "change along radius (mean over angle)")
     ax.set_xlabel(f"radius about {rb.condition.id} wick (arcmin)")
-    ax.set_ylabel("log10(b / a), decades")
 
     _profiles(axes[0, 3], axes[1, 3], ra, rb, ring)
     fig.suptitle(f"{case.id}  {case.title}"[:150], fontsize=FONT + 3)
@@ -316,7 +354,7 @@ def _profiles(ax_r, ax_a, ra, rb, ring) -> None:
         with np.errstate(all="ignore"):
             mean = np.nanmean(prof, axis=1) if np.any(np.isfinite(prof)) else np.full(len(radii), np.nan)
         ok = np.isfinite(mean) & (mean > 0)
-        ax_r.semilogy(radii[ok], mean[ok], color=colour, lw=1.3, label=f"{ref.condition.id}")
+        ax_r.plot(radii[ok], mean[ok], color=colour, lw=1.3, label=f"{ref.condition.id}")
         cal = ref.record["sources"][0].get("calibration_ring")
         if cal and cal.get("status") == "detected":
             ax_r.axvline(cal["radius_arcmin"], color=colour, ls="--", lw=1.0)
@@ -338,21 +376,16 @@ def _profiles(ax_r, ax_a, ra, rb, ring) -> None:
             )
     if ring:
         ax_r.axvline(ring[0], color="black", ls=":", lw=1.2, label="ring of added light")
-    ax_r.set_xlabel("radius about each wick (arcmin)")
-    ax_r.set_ylabel("flux per pixel (mean over angle)")
     ax_r.set_ylim(10**LOG_MIN, 10**LOG_MAX)
     ax_r.set_xlim(0, 12)
     ax_r.legend(fontsize=FONT, loc="upper right")
-    _style(ax_r, "radial profile, log axis")
-    ax_a.set_xlabel("angle from +x, counter-clockwise (deg)")
-    ax_a.set_ylabel("flux / mean over angle")
+    _title(ax_r, "radial profile, log axis")
     ax_a.set_xlim(0, 360)
-    ax_a.set_xticks([0, 90, 180, 270, 360])
     ax_a.set_ylim(ANGULAR_RANGE[0], top)
     ax_a.axhline(1.0, color="#888888", lw=0.8)
     if ax_a.get_legend_handles_labels()[0]:
         ax_a.legend(fontsize=FONT, loc="upper center")
-    _style(ax_a, "angular profile, brightest radius")
+    _title(ax_a, "angular profile, brightest radius")
 
 
 def _measurements(refs: list) -> str:
