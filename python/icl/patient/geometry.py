@@ -227,9 +227,12 @@ class CurveCache:
 def _polyline_band(vertices: np.ndarray, half: float, n: int) -> np.ndarray:
     """Band raster of an open polyline: pixels whose centre lies within ``half`` of some segment.
 
-    Each segment is tested only against the pixels of its own bounding box widened by ``half`` (a pixel
-    nearer than ``half`` to a segment lies in that box), with the same per-segment distance as
+    Each segment is tested only against a window of pixels holding its bounding box widened by ``half`` (a
+    pixel nearer than ``half`` to a segment lies in that box), with the same per-segment distance as
     :func:`_polyline_distance`, so the raster is the one of the full minimum at a fraction of the cost.
+    Segments whose boxes span about as many pixels (within a factor 2 on each axis) share one window
+    size, so that all of a group's tests are one array operation; the extra pixels a window holds are
+    tested like the others, which changes nothing.
     """
     c = pixel_centres(n)
     mask = np.zeros((n, n), dtype=bool)
@@ -242,17 +245,20 @@ def _polyline_band(vertices: np.ndarray, half: float, n: int) -> np.ndarray:
     r0 = np.searchsorted(c, np.minimum(y0, y0 + dy) - slack, "left")
     r1 = np.searchsorted(c, np.maximum(y0, y0 + dy) + slack, "right")
     ncol, nrow = c1 - c0, r1 - r0
-    counts = np.where((ncol > 0) & (nrow > 0), ncol * nrow, 0)
-    total = int(counts.sum())
-    if total == 0:
-        return mask
-    k = np.repeat(np.arange(len(counts)), counts)
-    local = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    col = c0[k] + local % ncol[k]
-    row = r0[k] + local // ncol[k]
-    d = _segment_distance(c[col], c[row], x0[k], y0[k], dx[k], dy[k], ll[k])
-    hit = d <= half
-    mask[row[hit], col[hit]] = True
+    live = (ncol > 0) & (nrow > 0)
+    group = np.where(live, np.frexp(ncol)[1] * 64 + np.frexp(nrow)[1], -1)  # box size, powers of 2
+    for key in np.unique(group[live]):
+        members = np.flatnonzero(group == key)
+        wc, wr = int(ncol[members].max()), int(nrow[members].max())
+        step = max(1, _CHUNK // (wc * wr))
+        for i in range(0, members.size, step):
+            k = members[i : i + step]
+            col = np.minimum(c0[k, None] + np.arange(wc), n - 1)  # (segments, window columns)
+            row = np.minimum(r0[k, None] + np.arange(wr), n - 1)
+            seg = (a[k, None, None] for a in (x0, y0, dx, dy, ll))
+            d = _segment_distance(c[col][:, None, :], c[row][:, :, None], *seg)
+            s, i_row, i_col = np.nonzero(d <= half)
+            mask[row[s, i_row], col[s, i_col]] = True
     return mask
 
 
