@@ -157,6 +157,8 @@ def crosscheck(scene: Scene, components: np.ndarray, scales: dict[str, float], *
         return record
     failed = []
     if thick:
+        if isinstance(sampling, MftSampling):
+            sampling = ThickMftSampling(mft=sampling)
         alt, stats = render_thick_mft(check_scene, idx, idx, sampling)
         record["second_path"] = {
             "pupil_nodes": sum(st["nodes"] for st in stats),
