@@ -44,7 +44,7 @@ Disk = tuple[float, float, float]  # centre u, centre v, radius (mm)
 
 @dataclass(frozen=True)
 class ThickMftSampling:
-    """Numerical parameters of the thick second path (justified by ``bench/convergence.py --thick``).
+    """Numerical parameters of the thick second path (see ``bench/thick_crosscheck.py --convergence``).
 
     Parameters
     ----------
