@@ -197,18 +197,33 @@ def _leaf_distance(seg: np.ndarray, qx: np.ndarray, qy: np.ndarray) -> np.ndarra
 
 
 class CurveCache:
-    """Per-scoring memory of what a feature costs to prepare: freehand block hierarchies and curve samples.
+    """Per-scoring memory of what a feature costs to prepare: point arrays, block hierarchies, curve samples.
 
     Keyed by the identity of the feature's objects (kept referenced, so an id is never reused while the
     cache lives); create one per scoring run, during which features are not modified.
     """
 
     def __init__(self) -> None:
+        self._prepared: dict[int, tuple[Any, Mapping[str, Any]]] = {}
         self._polylines: dict[int, tuple[Any, _Polyline]] = {}
         self._samples: dict[tuple[int, int], tuple[Any, np.ndarray]] = {}
 
+    def prepared(self, feat: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``feat`` with its ``points_deg`` list as a float array, converted once (other kinds unchanged).
+
+        A long list of coordinate pairs takes longer to convert than most of what is done with it, and
+        the same contour is met in many pairings and checks.
+        """
+        if "points_deg" not in feat:
+            return feat
+        hit = self._prepared.get(id(feat))
+        if hit is None or hit[0] is not feat:
+            hit = (feat, {**feat, "points_deg": np.asarray(feat["points_deg"], dtype=float)})
+            self._prepared[id(feat)] = hit
+        return hit[1]
+
     def polyline(self, points: Any) -> _Polyline:
-        """Return the :class:`_Polyline` of a ``points_deg`` list."""
+        """Return the :class:`_Polyline` of a ``points_deg`` list or array."""
         hit = self._polylines.get(id(points))
         if hit is None or hit[0] is not points:
             hit = (points, _Polyline(np.asarray(points, dtype=float)))
@@ -219,7 +234,7 @@ class CurveCache:
         """:func:`curve_samples` of ``feat``."""
         hit = self._samples.get((id(feat), n))
         if hit is None or hit[0] is not feat:
-            hit = (feat, curve_samples(feat, n))
+            hit = (feat, curve_samples(self.prepared(feat), n))
             self._samples[(id(feat), n)] = hit
         return hit[1]
 
@@ -267,7 +282,8 @@ def distance_to_curve(
 ) -> np.ndarray:
     """Distance (deg) from points ``(px, py)`` to a feature's curve (not to its band).
 
-    ``cache`` keeps a long freehand contour's block hierarchy between calls; the result does not depend on it.
+    ``cache`` keeps a freehand contour's point array and block hierarchy between calls; the result does
+    not depend on it.
     """
     kind = feat["kind"]
     if kind in ("circle", "arc"):
@@ -284,6 +300,8 @@ def distance_to_curve(
     if kind == "ellipse":
         ring = curve_samples(feat)
         return _polyline_distance(np.vstack([ring, ring[:1]]), px, py)
+    if cache is not None:
+        feat = cache.prepared(feat)
     points = feat["points_deg"]
     if cache is not None and len(points) - 1 > _TREE_SEGMENTS:
         px, py = np.broadcast_arrays(np.asarray(px, dtype=float), np.asarray(py, dtype=float))

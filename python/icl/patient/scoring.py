@@ -75,13 +75,14 @@ class MaskCache:
         hit = self._by_object.get(id(feat))
         if hit is not None and hit[0] is feat:
             return hit[1]
-        shape = {k: v for k, v in feat.items() if k not in _NOT_GEOMETRY}
+        prepared = self.curves.prepared(feat)  # a contour's points as an array, converted once per run
+        shape = {k: v for k, v in prepared.items() if k not in _NOT_GEOMETRY}
         if "points_deg" in shape:  # a long contour: its digest, not its text, is the key
             pts = np.ascontiguousarray(shape.pop("points_deg"), dtype=np.float64)
             shape["points_sha256"] = hashlib.sha256(pts.tobytes() + repr(pts.shape).encode()).hexdigest()
         key = json.dumps(shape, sort_keys=True)
         if key not in self._masks:
-            self._masks[key] = band_mask(feat, self.n)
+            self._masks[key] = band_mask(prepared, self.n)
         self._by_object[id(feat)] = (feat, self._masks[key])
         return self._masks[key]
 
@@ -312,7 +313,7 @@ def record_exclusions(rec: Mapping[str, Any], masks: MaskCache) -> list[str]:
     limit = min(rec["frame"]["limit_deg"], FRAME_DEG)
     if any(abs(s["x_deg"]) > limit or abs(s["y_deg"]) > limit for s in stim["sources"]):
         why.append("source_outside_frame")
-    if not all(inside_frame(f, limit) for f in rec["features"]):
+    if not all(inside_frame(masks.curves.prepared(f), limit) for f in rec["features"]):
         why.append("feature_outside_frame")
     elif any(not masks(f).any() for f in rec["features"]):
         why.append("reference_without_pixels")
@@ -434,7 +435,7 @@ def score(reports: Reports, predictions: Predictions, raster_n: int = RASTER_DEF
                     pv, rv = (pred.get("symptoms") or {}).get(k), rec["symptoms"][k]
                     if pv is not None and rv is not None:
                         sym[k][pid].setdefault(tid, []).append(abs(pv - rv))
-                why_fine = fine_check_reasons(pred, rec, raster_n) if fine is not None else []
+                why_fine = fine_check_reasons(pred, rec, raster_n, masks.curves) if fine is not None else []
                 if why_fine:
                     fine_reasons.update(why_fine)
                     thin_checks.append(abs(score_report(pred, rec, fine)["iou"] - r["iou"]))
@@ -516,16 +517,20 @@ FINE_EXTENT_PX = 4.0  # a structure whose curve spans fewer pixels than this
 FINE_AXIS_RATIO = 3.0  # an ellipse this elongated (eccentricity >= 0.94)
 
 
-def fine_check_reasons(pred: Mapping[str, Any], rec: Mapping[str, Any], n: int) -> list[str]:
+def fine_check_reasons(
+    pred: Mapping[str, Any], rec: Mapping[str, Any], n: int, curves: CurveCache | None = None
+) -> list[str]:
     """Why a report is re-scored on the finer raster: where the raster size matters most.
 
     Thin bands (narrower than ``FINE_WIDTH_PX`` pixels), tiny structures (a curve spanning fewer than
     ``FINE_EXTENT_PX`` pixels) and very eccentric ellipses (axis ratio at least ``FINE_AXIS_RATIO``,
-    or a minor semi-axis under ``FINE_WIDTH_PX`` pixels), in the prediction or the report.
+    or a minor semi-axis under ``FINE_WIDTH_PX`` pixels), in the prediction or the report. ``curves``
+    keeps the contours' point arrays of a scoring run; the answer does not depend on it.
     """
     pitch = 2 * FRAME_DEG / n
     why = set()
     for f in list(pred["features"]) + list(rec["features"]):
+        f = curves.prepared(f) if curves is not None else f
         if f["width_deg"] < FINE_WIDTH_PX * pitch:
             why.add("thin_band")
         pts = curve_samples(f) if f["kind"] != "freehand" else np.asarray(f["points_deg"], dtype=float)
