@@ -171,7 +171,7 @@ class _Polyline:
         for box, mark in zip(self.boxes[1:], self.marks[1:], strict=True):
             mx, my = mark[block, :, 0] - qx, mark[block, :, 1] - qy
             block = block * box.shape[1] + (mx * mx + my * my).argmin(axis=1)
-        u = _leaf_distance(self.leaf[block], qx, qy).min(axis=1)
+        u = _leaf_distance(self.leaf[block], qx, qy)
         keep = u * (1 + 1e-9) + 1e-9  # kept radius: rounding of the bounds can only add blocks
         keep2 = keep * keep
         point, block = np.nonzero(top <= keep2[:, None])
@@ -179,7 +179,7 @@ class _Polyline:
             near = _box_gap2(box[block], fx[point, None], fy[point, None]) <= keep2[point, None]
             row, child = np.nonzero(near)
             point, block = point[row], block[row] * box.shape[1] + child
-        d = _leaf_distance(self.leaf[block], fx[point, None], fy[point, None]).min(axis=1)
+        d = _leaf_distance(self.leaf[block], fx[point, None], fy[point, None])
         counts = np.bincount(point, minlength=fx.size)  # every point keeps the block that gave u
         return np.minimum.reduceat(d, np.cumsum(counts) - counts)
 
@@ -192,8 +192,16 @@ def _box_gap2(box: np.ndarray, qx: np.ndarray, qy: np.ndarray) -> np.ndarray:
 
 
 def _leaf_distance(seg: np.ndarray, qx: np.ndarray, qy: np.ndarray) -> np.ndarray:
-    """:func:`_segment_distance` of points to rows of segments ``(..., [x0, y0, dx, dy, ll])``."""
-    return _segment_distance(qx, qy, seg[..., 0], seg[..., 1], seg[..., 2], seg[..., 3], seg[..., 4])
+    """Smallest :func:`_segment_distance` of each point (rows of ``qx, qy``) to its row of segments.
+
+    ``seg`` is (points, segments per row, [x0, y0, dx, dy, ll]). The row minimum is taken column by
+    column, faster than ``min(axis=1)`` over a short axis (a minimum is exact in any order).
+    """
+    d = _segment_distance(qx, qy, seg[..., 0], seg[..., 1], seg[..., 2], seg[..., 3], seg[..., 4])
+    out = d[:, 0]
+    for j in range(1, d.shape[1]):
+        out = np.minimum(out, d[:, j])
+    return out
 
 
 class CurveCache:
