@@ -133,12 +133,15 @@ class Canvas:
     """
 
     def __init__(self) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.cm import ScalarMappable
         from matplotlib.colors import Normalize
         from matplotlib.figure import Figure
 
         # A fixed grid (no layout engine): every figure has the same geometry and draws once.
         self.fig = Figure(figsize=FIG_SIZE, dpi=DPI)
+        # Its own Agg canvas keeps one renderer, whose text-metric and mathtext caches then serve every case.
+        FigureCanvasAgg(self.fig)
         self.axes = self.fig.subplots(2, 4, gridspec_kw={"wspace": 0.5, "hspace": 0.32})
         self.fig.subplots_adjust(left=0.04, right=0.985, bottom=0.075, top=0.91)
         raw = ScalarMappable(Normalize(LOG_MIN, LOG_MAX), "magma")

@@ -9,6 +9,7 @@ key kept in ``private/release.key``.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from icl.halo.cases import FIRST_DARK, Condition, HaloCase, ResearchCard, load_c
 from icl.halo.evaluate import TERMS
 from icl.halo.ring import measure_ring, polar_grid, polar_profile, wick_centre
 from icl.halo.variants import TEST_VARIANTS, build_test_split
-from icl.io import atomic_write_bytes, write_json, write_manifest, write_npz
+from icl.io import atomic_write_bytes, dumps_json, write_json, write_manifest, write_npz
 from icl.keys import ReleaseKey, write_key
 from icl.optics import RenderResult, render
 
@@ -155,6 +156,33 @@ def _build_reference(cond: Condition) -> Reference:
         ),
     )
     return Reference(cond, res, record)
+
+
+_PROFILES = "@polar profiles@"
+
+
+def record_json(record: dict) -> bytes:
+    """``dumps_json(record)`` byte for byte, in a fifth of the time.
+
+    The polar profiles are nine tenths of a record's numbers; the indented form of the standard
+    encoder is written in pure Python, so they are encoded row by row by its compact C encoder and
+    laid out with the same line breaks and indentation (tested against :func:`icl.io.dumps_json`).
+    """
+    polar = record["polar"]
+    text = dumps_json({**record, "polar": {**polar, "profiles": _PROFILES}})
+    return text.replace(json.dumps(_PROFILES), _indented(polar["profiles"], 2), 1).encode("utf-8")
+
+
+def _indented(value, level: int) -> str:
+    """JSON of nested lists of numbers and nulls as ``json.dumps(indent=2)`` writes it at ``level``."""
+    if not isinstance(value, list) or not value:
+        return json.dumps(value, allow_nan=False)
+    pad = "\n" + "  " * (level + 1)
+    if any(isinstance(v, list) for v in value):
+        inner = ("," + pad).join(_indented(v, level + 1) for v in value)
+    else:  # numbers and nulls hold no comma: the compact row's separators become line breaks
+        inner = json.dumps(value, separators=(",", ":"), allow_nan=False)[1:-1].replace(",", "," + pad)
+    return "[" + pad + inner + "\n" + "  " * level + "]"
 
 
 def _task_text(case: HaloCase, cond: Condition) -> str:
@@ -369,7 +397,7 @@ def generate(
                     x_arcmin=ref.result.x_arcmin,
                     y_arcmin=ref.result.y_arcmin,
                 )
-                write_json(out / private / f"{cond.id}.json", ref.record)
+                atomic_write_bytes(out / private / f"{cond.id}.json", record_json(ref.record))
         write_json(out / public, public_document(split_cases, research if name == "dev" else [], axis))
         manifest_splits[name] = {"public": public, "private": private, "cases": [c.id for c in split_cases]}
     if test:
