@@ -158,7 +158,7 @@ class _Polyline:
         distance is the number an exhaustive search computes, so the minimum is the same.
         """
         out = np.empty(fx.size)
-        step = max(1, _CHUNK // len(self.boxes[0]))
+        step = max(1, _CHUNK // (self.leaf.shape[0] * self.leaf.shape[1]))  # bounded even if all blocks open
         for i in range(0, fx.size, step):
             out[i : i + step] = self._distance(fx[i : i + step], fy[i : i + step])
         return out
