@@ -129,30 +129,37 @@ void register_optics(py::module_& m) {
     m.def("place_polyphase", [](const darray& s, const darray& ty, const darray& tx,
                                 const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& r0,
                                 const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& c0,
-                                std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, std::optional<py::array> out) {
+                                std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, std::optional<py::array> out,
+                                std::optional<py::array> copy, std::optional<py::array> row_sums) {
         require(s.ndim() == 2 && ty.ndim() == 2 && tx.ndim() == 2 && r0.ndim() == 1 && c0.ndim() == 1,
                 "place_polyphase: need a 2-D map, (q, taps) tap tables and (q,) offsets");
         const auto q = ty.shape(0);
         require(q > 0 && tx.shape(0) == q && r0.shape(0) == q && c0.shape(0) == q && n0 > 0 && n1 > 0,
                 "place_polyphase: tap tables and offsets must all have q rows; output shape positive");
-        // The output is written in place: `out` must already be a C-contiguous, writeable float64 (n0, n1) array.
+        // Outputs are written in place: each given one must be a C-contiguous, writeable float64 array of its shape.
+        auto writable = [](py::array& a, std::ptrdiff_t d0, std::ptrdiff_t d1, const char* what) {
+            require(a.dtype().is(py::dtype::of<double>()) && a.ndim() == (d1 ? 2 : 1) && a.shape(0) == d0 &&
+                        (!d1 || a.shape(1) == d1) && (a.flags() & py::array::c_style) && a.writeable(), what);
+            return static_cast<double*>(a.mutable_data());
+        };
         py::array res = out ? *out : py::array(darray({n0, n1}));
-        require(res.dtype().is(py::dtype::of<double>()) && res.ndim() == 2 && res.shape(0) == n0 &&
-                    res.shape(1) == n1 && (res.flags() & py::array::c_style) && res.writeable(),
-                "place_polyphase: out must be a C-contiguous, writeable float64 array of shape (n0, n1)");
-        double* o = static_cast<double*>(res.mutable_data());
+        double* o = writable(res, n0, n1, "place_polyphase: out must be a C-contiguous, writeable float64 array of shape (n0, n1)");
+        double* cp = copy ? writable(*copy, n0, n1, "place_polyphase: copy must be a C-contiguous, writeable float64 array of shape (n0, n1)") : nullptr;
+        double* rs = row_sums ? writable(*row_sums, n0, 0, "place_polyphase: row_sums must be a writeable float64 array of shape (n0,)") : nullptr;
+        require(!cp || (cp != o && !(cp < o + n0 * n1 && o < cp + n0 * n1)), "place_polyphase: copy must not overlap out");
         const double *sp = s.data(), *typ = ty.data(), *txp = tx.data();
         const std::ptrdiff_t *r0p = r0.data(), *c0p = c0.data();
         const auto s0 = s.shape(0), s1 = s.shape(1), nty = ty.shape(1), ntx = tx.shape(1);
         {
             py::gil_scoped_release nogil;
-            icl::place_polyphase(sp, s0, s1, typ, nty, txp, ntx, r0p, c0p, q, n0, n1, scale, o);
+            icl::place_polyphase(sp, s0, s1, typ, nty, txp, ntx, r0p, c0p, q, n0, n1, scale, o, cp, rs);
         }
         return res;
     }, py::arg("s"), py::arg("ty"), py::arg("tx"), py::arg("r0"), py::arg("c0"), py::arg("n0"), py::arg("n1"),
-    py::arg("scale") = 1.0, py::arg("out") = py::none(),
+    py::arg("scale") = 1.0, py::arg("out") = py::none(), py::arg("copy") = py::none(), py::arg("row_sums") = py::none(),
     "Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, "
-    "c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given.");
+    "c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given. copy (n0, n1) "
+    "receives the same values and row_sums (n0,) each row's sum (eight lanes, then the lanes in order), when given.");
 
     m.def("convolve_linear", [](const darray& a, const darray& k, std::ptrdiff_t r0, std::ptrdiff_t c0,
                                 std::ptrdiff_t n0, std::ptrdiff_t n1) {

@@ -9,6 +9,7 @@
 // exactly as the scalar code does.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
 #define ICL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define ICL_MULTIVERSION 1  // functions may also be written once per target (target("avx512f") / ("avx2") / ("default"))
 #else
 #define ICL_CLONES
 #endif

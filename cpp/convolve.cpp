@@ -19,100 +19,118 @@ std::ptrdiff_t fast_length(std::ptrdiff_t n) {
     }
 }
 
-namespace {
-
-// dst[0..n) += t * src[0..n): the shared axpy of both passes (vectorised; no reordered sums).
 ICL_CLONES void axpy(double t, const double* src, double* dst, std::ptrdiff_t n) {
     for (std::ptrdiff_t j = 0; j < n; ++j) dst[j] += t * src[j];
 }
 
-// Eight doubles as one value (one AVX-512 register, two AVX2 or four SSE2 ones), loaded and stored unaligned
-// by memcpy (kept inside the cloned functions: a vector passed by value would change the ABI per clone).
+// The tap sums below hold their partial sums in vectors of the widest width the machine has (8 doubles on
+// AVX-512, 4 on AVX2, 2 on SSE2), loaded and stored unaligned by memcpy: GCC emulates a vector wider than the
+// target's registers through memory, so each width gets its own version, picked at load time. Every output is
+// the same sum, term by term, in every version (no contraction in this file, no reordered sums).
+typedef double V2 __attribute__((vector_size(16)));
+typedef double V4 __attribute__((vector_size(32)));
 typedef double V8 __attribute__((vector_size(64)));
 
-// dst[j] = sum_k taps[k] src[k][j] for j in [0, n), k in order from a zero accumulator: the same sum, term by
-// term, as a zero-filled dst followed by one axpy per tap, but each output is stored once. Four blocks of
-// eight outputs are summed at a time: four independent chains of additions keep the adder busy (one chain
-// would wait for each addition's result).
-ICL_CLONES void tap_sum(const double* taps, const double* const* src, std::ptrdiff_t ntaps, double* dst,
-                        std::ptrdiff_t n) {
+namespace {
+
+// dst[j] = sum_k taps[k] src(k)[j] for j in [0, n), k in order from a zero accumulator: the same sum, term by
+// term, as a zero-filled dst followed by one axpy per tap, but each output is stored once. Four vectors of
+// outputs are summed at a time: four independent chains of additions keep the adder busy (one chain would wait
+// for each addition's result).
+template <class V, class Src>
+[[gnu::always_inline]] inline void tap_sum_v(const double* taps, Src src, std::ptrdiff_t ntaps, double* dst,
+                                             std::ptrdiff_t n) {
+    constexpr std::ptrdiff_t L = sizeof(V) / sizeof(double);
     std::ptrdiff_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-        V8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    for (; j + 4 * L <= n; j += 4 * L) {
+        V a0 = {}, a1 = {}, a2 = {}, a3 = {};
         for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
-            V8 v0, v1, v2, v3;
-            std::memcpy(&v0, src[k] + j, sizeof v0);
-            std::memcpy(&v1, src[k] + j + 8, sizeof v1);
-            std::memcpy(&v2, src[k] + j + 16, sizeof v2);
-            std::memcpy(&v3, src[k] + j + 24, sizeof v3);
+            const double* r = src(k) + j;
+            V v0, v1, v2, v3;
+            std::memcpy(&v0, r, sizeof v0);
+            std::memcpy(&v1, r + L, sizeof v1);
+            std::memcpy(&v2, r + 2 * L, sizeof v2);
+            std::memcpy(&v3, r + 3 * L, sizeof v3);
             a0 += taps[k] * v0;
             a1 += taps[k] * v1;
             a2 += taps[k] * v2;
             a3 += taps[k] * v3;
         }
         std::memcpy(dst + j, &a0, sizeof a0);
-        std::memcpy(dst + j + 8, &a1, sizeof a1);
-        std::memcpy(dst + j + 16, &a2, sizeof a2);
-        std::memcpy(dst + j + 24, &a3, sizeof a3);
+        std::memcpy(dst + j + L, &a1, sizeof a1);
+        std::memcpy(dst + j + 2 * L, &a2, sizeof a2);
+        std::memcpy(dst + j + 3 * L, &a3, sizeof a3);
     }
-    for (; j + 8 <= n; j += 8) {
-        V8 acc = {};
+    for (; j + L <= n; j += L) {
+        V acc = {};
         for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
-            V8 v;
-            std::memcpy(&v, src[k] + j, sizeof v);
+            V v;
+            std::memcpy(&v, src(k) + j, sizeof v);
             acc += taps[k] * v;
         }
         std::memcpy(dst + j, &acc, sizeof acc);
     }
     for (; j < n; ++j) {
         double acc = 0.0;
-        for (std::ptrdiff_t k = 0; k < ntaps; ++k) acc += taps[k] * src[k][j];
+        for (std::ptrdiff_t k = 0; k < ntaps; ++k) acc += taps[k] * src(k)[j];
         dst[j] = acc;
     }
 }
 
-// The same with src[k] = row + k (a filter along the row).
-ICL_CLONES void fir(const double* taps, std::ptrdiff_t ntaps, const double* row, double* dst, std::ptrdiff_t n) {
+template <class V>
+[[gnu::always_inline]] inline void sum_rows_v(const double* taps, const double* const* src, std::ptrdiff_t ntaps,
+                                          double* dst, std::ptrdiff_t n) {
+    tap_sum_v<V>(taps, [src](std::ptrdiff_t k) { return src[k]; }, ntaps, dst, n);
+}
+
+// src(k) = row + k: a filter along the row.
+template <class V>
+[[gnu::always_inline]] inline void fir_v(const double* taps, std::ptrdiff_t ntaps, const double* row, double* dst,
+                                         std::ptrdiff_t n) {
+    tap_sum_v<V>(taps, [row](std::ptrdiff_t k) { return row + k; }, ntaps, dst, n);
+}
+
+}  // namespace
+
+// One version per vector width (GCC function multi-versioning, dispatched at load time like ICL_CLONES).
+#ifdef ICL_MULTIVERSION
+#define ICL_PER_WIDTH(ret, name, params, args)                                      \
+    __attribute__((target("avx512f"))) ret name params { return name##_v<V8> args; } \
+    __attribute__((target("avx2"))) ret name params { return name##_v<V4> args; }     \
+    __attribute__((target("default"))) ret name params { return name##_v<V2> args; }
+#else
+#define ICL_PER_WIDTH(ret, name, params, args) \
+    ret name params { return name##_v<V2> args; }
+#endif
+
+ICL_PER_WIDTH(void, sum_rows, (const double* taps, const double* const* src, std::ptrdiff_t ntaps, double* dst,
+                           std::ptrdiff_t n),
+              (taps, src, ntaps, dst, n))
+
+namespace {
+
+ICL_PER_WIDTH(void, fir, (const double* taps, std::ptrdiff_t ntaps, const double* row, double* dst, std::ptrdiff_t n),
+              (taps, ntaps, row, dst, n))
+
+// Sum of v[0..n) on eight lanes (lane l takes v[l], v[l + 8], ...), the lanes then added in order: the same
+// bits in every clone and for any thread count.
+ICL_CLONES double lane_sum(const double* v, std::ptrdiff_t n) {
+    double acc[8] = {};
     std::ptrdiff_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-        V8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
-        for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
-            V8 v0, v1, v2, v3;
-            std::memcpy(&v0, row + j + k, sizeof v0);
-            std::memcpy(&v1, row + j + k + 8, sizeof v1);
-            std::memcpy(&v2, row + j + k + 16, sizeof v2);
-            std::memcpy(&v3, row + j + k + 24, sizeof v3);
-            a0 += taps[k] * v0;
-            a1 += taps[k] * v1;
-            a2 += taps[k] * v2;
-            a3 += taps[k] * v3;
-        }
-        std::memcpy(dst + j, &a0, sizeof a0);
-        std::memcpy(dst + j + 8, &a1, sizeof a1);
-        std::memcpy(dst + j + 16, &a2, sizeof a2);
-        std::memcpy(dst + j + 24, &a3, sizeof a3);
-    }
-    for (; j + 8 <= n; j += 8) {
-        V8 acc = {};
-        for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
-            V8 v;
-            std::memcpy(&v, row + j + k, sizeof v);
-            acc += taps[k] * v;
-        }
-        std::memcpy(dst + j, &acc, sizeof acc);
-    }
-    for (; j < n; ++j) {
-        double acc = 0.0;
-        for (std::ptrdiff_t k = 0; k < ntaps; ++k) acc += taps[k] * row[j + k];
-        dst[j] = acc;
-    }
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l) acc[l] += v[j + l];
+    double total = 0.0;
+    for (int l = 0; l < 8; ++l) total += acc[l];
+    for (; j < n; ++j) total += v[j];
+    return total;
 }
 
 }  // namespace
 
 void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
                      const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
-                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out) {
+                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* copy,
+                     double* row_sums) {
     const std::ptrdiff_t cmin = *std::min_element(c0, c0 + q), cmax = *std::max_element(c0, c0 + q);
     const std::ptrdiff_t per_phase = (n1 + q - 1) / q;
     const std::ptrdiff_t w = per_phase + ntx - 1 + (cmax - cmin);  // s columns cmin .. cmin + w
@@ -136,7 +154,7 @@ void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
             taps[t][na++] = ty[py * nty + a];
         }
         std::fill(tmp.begin(), tmp.end(), 0.0);
-        if (q_hi > q_lo) tap_sum(taps[t].data(), rows[t].data(), na, tmp.data() + q_lo, q_hi - q_lo);
+        if (q_hi > q_lo) sum_rows(taps[t].data(), rows[t].data(), na, tmp.data() + q_lo, q_hi - q_lo);
         // Along x, phase by phase, interleaved into the output row.
         double* o = out + i * n1;
         for (std::ptrdiff_t px = 0; px < q; ++px) {
@@ -144,6 +162,9 @@ void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
             fir(tx + px * ntx, ntx, tmp.data() + (c0[px] - cmin), acc.data(), m);
             for (std::ptrdiff_t k = 0; k < m; ++k) o[px + k * q] = acc[k] * scale;
         }
+        // While the row is in cache: its copy and its sum.
+        if (copy) std::copy(o, o + n1, copy + i * n1);
+        if (row_sums) row_sums[i] = lane_sum(o, n1);
     });
 }
 

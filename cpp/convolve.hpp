@@ -12,10 +12,20 @@ void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
 // Polyphase form for samples q pixels apart: output row i uses taps ty[(i % q) * nty ...] and rows from
 // r0[i % q] + i / q; output column j uses tx[(j % q) * ntx ...] and columns from c0[j % q] + j / q.
 // Equals place_separable applied to each phase pair and interleaved, with the y pass shared, times `scale`
-// (the product is the last operation: scale 1 changes no bit).
+// (the product is the last operation: scale 1 changes no bit). When given, `copy` (n0 x n1) receives the same
+// values and row_sums[i] the sum of output row i (eight lanes, then the lanes in order: the same bits on every
+// machine and for any thread count).
 void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
                      const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
-                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out);
+                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out,
+                     double* copy = nullptr, double* row_sums = nullptr);
+
+// dst[0..n) += t * src[0..n), vectorised without reordering any sum (the same bits on every machine).
+void axpy(double t, const double* src, double* dst, std::ptrdiff_t n);
+
+// dst[j] = sum_k taps[k] src[k][j] for j in [0, n), k = 0 .. ntaps - 1 in order from zero: the same bits as
+// zeroing dst and calling axpy once per tap, with each output stored once.
+void sum_rows(const double* taps, const double* const* src, std::ptrdiff_t ntaps, double* dst, std::ptrdiff_t n);
 
 // Window (r0, c0, n0, n1) of the full linear convolution a * k (zero padded, no wrap-around).
 void convolve_linear(const double* a, std::ptrdiff_t a0, std::ptrdiff_t a1, const double* k, std::ptrdiff_t k0,

@@ -1,9 +1,11 @@
 #include "pupil.hpp"
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "common.hpp"
+#include "convolve.hpp"
 
 namespace icl {
 namespace {
@@ -147,14 +149,16 @@ void disk_coverage_filtered(double cx, double cy, double r, std::ptrdiff_t n, do
     const std::ptrdiff_t nf = f_hi - f_lo;
     // Pass along u for every fine row that may touch the disk: rows[(f - f_lo) n + j], coarse columns
     // [nz0, nz1) possibly non-zero, [in0, in1) with the window wholly on the 1s (value `full`).
-    std::vector<double> rows(static_cast<std::size_t>(nf * n));
+    // Every entry of every row is written below: no zero-fill (the buffer is a few MB).
+    std::unique_ptr<double[]> rows_buf(new double[static_cast<std::size_t>(nf * n)]);
+    double* const rows = rows_buf.get();
     std::vector<std::ptrdiff_t> nz0(nf), nz1(nf), in0(nf), in1(nf);
     const int nw = workers(nf);
     std::vector<std::vector<double>> scratch(nw, std::vector<double>(static_cast<std::size_t>(w)));
     parallel_for_worker(nf, [&](std::ptrdiff_t fi, int worker) {
         const double y = (static_cast<double>(f_lo + fi) - c0) * h;
         const RowSpan sp = row_span(cx, cy, r, y, c0, w, h);
-        double* row = rows.data() + fi * n;
+        double* row = rows + fi * n;
         double* vals = scratch[worker].data();
         edge_cells(sp, cx, cy, r, y, c0, h, vals);
         // Windows [off + s j, off + s j + len) meeting [lo, hi), and those inside [a, b).
@@ -182,7 +186,8 @@ void disk_coverage_filtered(double cx, double cy, double r, std::ptrdiff_t n, do
     // Pass along v: coarse row i sums fine rows off + s i + t. Columns where every one of those rows is `full`
     // take `inner`; the rest of the columns any of them reaches are summed tap by tap (rows outside
     // [f_lo, f_hi) are zero and add nothing), as vectorisable sums over contiguous columns.
-    parallel_for(n, [&](std::ptrdiff_t i) {
+    std::vector<std::vector<const double*>> srcs(workers(n), std::vector<const double*>(static_cast<std::size_t>(len)));
+    parallel_for_worker(n, [&](std::ptrdiff_t i, int worker) {
         double* o = out + i * n;
         const std::ptrdiff_t base = off + s * i - f_lo;  // rows index of tap 0
         const std::ptrdiff_t t0 = std::max<std::ptrdiff_t>(0, -base), t1 = std::min<std::ptrdiff_t>(len, nf - base);
@@ -198,14 +203,12 @@ void disk_coverage_filtered(double cx, double cy, double r, std::ptrdiff_t n, do
         std::fill(o, o + u0, 0.0);
         std::fill(o + u1, o + n, 0.0);
         std::fill(o + i0, o + i1, inner);
+        // Taps t0 .. t1 - 1 summed in order from zero on the columns [c0_, c1_).
+        const double** src = srcs[worker].data();
         auto segment = [&](std::ptrdiff_t c0_, std::ptrdiff_t c1_) {
             if (c1_ <= c0_) return;
-            std::fill(o + c0_, o + c1_, 0.0);
-            for (std::ptrdiff_t t = t0; t < t1; ++t) {
-                const double tap = taps[t];
-                const double* src = rows.data() + (base + t) * n;
-                for (std::ptrdiff_t j = c0_; j < c1_; ++j) o[j] += tap * src[j];
-            }
+            for (std::ptrdiff_t t = t0; t < t1; ++t) src[t - t0] = rows + (base + t) * n + c0_;
+            sum_rows(taps.data() + t0, src, t1 - t0, o + c0_, c1_ - c0_);
         };
         segment(u0, i0);
         segment(i1, u1);
@@ -215,13 +218,15 @@ void disk_coverage_filtered(double cx, double cy, double r, std::ptrdiff_t n, do
 void build_pupil(const PupilParams& p, std::ptrdiff_t n, double du, double wavelength,
                  std::complex<double>* out) {
     const std::size_t nn = static_cast<std::size_t>(n * n);
-    std::vector<double> pupil(nn), zone(nn), hole(nn, 0.0);
+    // Coverages: each is written whole by disk_coverage_filtered (no zero-fill); no hole reads as 0.
+    std::unique_ptr<double[]> pupil(new double[nn]), zone(new double[nn]);
+    std::unique_ptr<double[]> hole(p.hole_diameter > 0.0 ? new double[nn] : nullptr);
     const std::vector<double>& taps = p.edge_taps;
     const int sub = p.edge_sub;
-    disk_coverage_filtered(p.pupil_cu, p.pupil_cv, 0.5 * p.pupil_diameter, n, du, taps, sub, pupil.data());
-    disk_coverage_filtered(p.dec_u, p.dec_v, 0.5 * p.optic_zone_diameter, n, du, taps, sub, zone.data());
-    if (p.hole_diameter > 0.0)
-        disk_coverage_filtered(p.dec_u, p.dec_v, 0.5 * p.hole_diameter, n, du, taps, sub, hole.data());
+    disk_coverage_filtered(p.pupil_cu, p.pupil_cv, 0.5 * p.pupil_diameter, n, du, taps, sub, pupil.get());
+    if (p.icl_present)
+        disk_coverage_filtered(p.dec_u, p.dec_v, 0.5 * p.optic_zone_diameter, n, du, taps, sub, zone.get());
+    if (hole) disk_coverage_filtered(p.dec_u, p.dec_v, 0.5 * p.hole_diameter, n, du, taps, sub, hole.get());
     const double c0 = 0.5 * static_cast<double>(n - 1);
     const double k = 2.0 * M_PI / wavelength;
     const double sa = std::sin(p.cyl_axis), ca = std::cos(p.cyl_axis);
@@ -247,7 +252,7 @@ void build_pupil(const PupilParams& p, std::ptrdiff_t n, double du, double wavel
             const double w_icl = -0.5 * p.icl_power * (du_c * du_c + dv_c * dv_c) - 0.5 * p.cyl_power * d_perp * d_perp;
             // Partial cells are split by area: a cell on two edges uses the product of coverages,
             // exact whenever one of the two edges does not cross that cell.
-            const double f_hole = zone[idx] * hole[idx];
+            const double f_hole = hole ? zone[idx] * hole[idx] : 0.0;
             const double f_optic = zone[idx] - f_hole;
             const double f_outside = 1.0 - zone[idx];
             double a_corrected = f_optic, a_eye_only = f_outside;

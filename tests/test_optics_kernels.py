@@ -234,6 +234,45 @@ def test_place_polyphase_scales_last_and_writes_into_out():
             _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, bad)
 
 
+def test_place_polyphase_writes_the_copy_and_row_sums_for_any_thread_count():
+    # The placement can also fill a second image (the scene of a one-source render) and each row's sum (the
+    # ledger's recorded flux) while the row is in cache: the same values, the same bits for 1 and 2 threads.
+    rng = np.random.default_rng(9)
+    s = rng.random((80, 90))
+    ty, tx = rng.normal(size=(2, 24)), rng.normal(size=(2, 23))
+    r0, c0 = np.array([-3, 2]), np.array([1, -4])
+    before = _core.num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            _core.set_num_threads(threads)
+            out, copy, sums = np.empty((123, 131)), np.full((123, 131), np.nan), np.full(123, np.nan)
+            _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.5, out, copy, sums)
+            runs.append((out, copy, sums))
+    finally:
+        _core.set_num_threads(before)
+    (out, copy, sums), (out2, copy2, sums2) = runs
+    assert np.array_equal(copy, out)
+    np.testing.assert_allclose(sums, out.sum(axis=1), rtol=1e-13)
+    assert np.array_equal(out2, out) and np.array_equal(copy2, copy) and np.array_equal(sums2, sums)
+    with pytest.raises(ValueError, match="copy must not overlap"):
+        _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, out, out)
+    with pytest.raises(ValueError, match="row_sums must be"):
+        _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, out, None, np.empty(122))
+
+
+def test_one_source_render_scene_is_its_own_array_and_the_ledger_sums_it():
+    # The placement writes a one-source scene and the ledger's row sums itself: the scene equals the component
+    # but is a separate array, and the recorded flux is the image's sum.
+    from icl.optics import Detector, Pupil, Scene, Source, render
+
+    res = render(Scene((Source(x_arcmin=1.0, flux=2.0),), Pupil(), Detector(n=96)))
+    assert np.array_equal(res.scene, res.components[0]) and not np.shares_memory(res.scene, res.components)
+    assert res.ledgers[0]["recorded"] == pytest.approx(float(res.scene.sum()), rel=1e-13)
+    res.scene[0, 0] += 1.0
+    assert res.components[0, 0, 0] != res.scene[0, 0]
+
+
 def test_filtered_disk_coverage_matches_twin_and_keeps_the_area():
     # Coverage on 4x finer cells, filtered and decimated onto the grid (icl.optics.sampling.edge_filter).
     from icl.optics.sampling import edge_filter

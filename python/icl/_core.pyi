@@ -329,8 +329,9 @@ def import_wisdom(text: str) -> bool:
 def num_threads() -> int:
     """Worker threads used by the kernels.
     """
-def place_polyphase(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], c0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, out: numpy.ndarray | None = None) -> numpy.ndarray:
-    """Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given.
+def place_polyphase(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], c0: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, out: numpy.ndarray | None = None, copy: numpy.ndarray | None = None, row_sums: numpy.ndarray | None = None) -> numpy.ndarray:
+    """
+    Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given. copy (n0, n1) receives the same values and row_sums (n0,) each row's sum (eight lanes, then the lanes in order), when given.
     """
 def place_separable(s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], ty: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tx: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], r0: typing.SupportsInt | typing.SupportsIndex, c0: typing.SupportsInt | typing.SupportsIndex, n0: typing.SupportsInt | typing.SupportsIndex, n1: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
     """out[i,j] = sum_ab ty[a] tx[b] s[r0+i+a, c0+j+b] (zero outside s).

@@ -211,13 +211,17 @@ def place(
     *,
     scale: float = 1.0,
     out: np.ndarray | None = None,
+    copy: np.ndarray | None = None,
+    row_sums: np.ndarray | None = None,
 ) -> np.ndarray:
     """Integrate the band-limited intensity over each detector pixel at the source's exact position.
 
     ``samples`` are taken every ``q`` pixels (``q`` > 1 only for point sources). Pixel j sits at
     ``t_j = (j + base) / q`` samples from the source; the pixels of one phase ``j mod q`` share the
     sub-sample offset and use one separable filter. The result is multiplied by ``scale`` (last, so that
-    1 changes nothing) and written into ``out`` (float64, detector shape) when given.
+    1 changes nothing) and written into ``out`` (float64, detector shape) when given; ``copy`` (the same
+    shape) receives the same values and ``row_sums`` (float64, one per row) each row's sum, when given
+    (for a point source in the placement kernel itself, while each row is in cache).
     """
     det = scene.detector
     n = det.n
@@ -229,7 +233,8 @@ def place(
         from icl.optics.image_source import place_image
 
         img = place_image(samples, source, scene, band, sampling)
-        return img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
+        img = img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
+        return _copy_and_sum(img, copy, row_sums)
     if source.extent.kind == "point":
         tables = []
         for base in (base_y, base_x):
@@ -241,11 +246,21 @@ def place(
                 offsets.append(math.floor(c) - (t.size - 1) // 2 + s // 2)
             tables.append((np.stack(taps), np.array(offsets, dtype=np.intp)))
         (ty, r0), (tx, c0) = tables
-        return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out)
+        return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out, copy, row_sums)
     fx, fy = math.floor(base_x), math.floor(base_y)
     kern, k2 = disk_kernel(base_y - fy, base_x - fx, source.extent.diameter_arcmin / step, band, tol)
     img = core.convolve_linear(samples, kern, fy + k2 + s // 2, fx + k2 + s // 2, n, n)
-    return img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
+    img = img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
+    return _copy_and_sum(img, copy, row_sums)
+
+
+def _copy_and_sum(img: np.ndarray, copy: np.ndarray | None, row_sums: np.ndarray | None) -> np.ndarray:
+    """Fill the outputs :func:`place` gives besides the image, for placements done outside its kernel."""
+    if copy is not None:
+        np.copyto(copy, img)
+    if row_sums is not None:
+        np.sum(img, axis=1, out=row_sums)
+    return img
 
 
 def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
@@ -276,6 +291,10 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     steps = [q_point if src.extent.kind == "point" else 1 for src in scene.sources]
     supports = {q: support_samples(scene, sampling, q) for q in set(steps)}
     comps = np.empty((len(scene.sources), det.n, det.n))  # placement writes every pixel
+    # One source: the placement also writes the scene (no copy afterwards); every placement gives its row
+    # sums, whose total is the ledger's recorded flux (no second pass over the component).
+    scene_sum = np.empty((det.n, det.n)) if len(scene.sources) == 1 else None
+    row_sums = np.empty(det.n)
     ledgers = []
     used = {}
     for i, src in enumerate(scene.sources):
@@ -293,11 +312,16 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
             weighted = sum(w * ps.samples for ps, w in parts)
         if src.flux != 0.0 and np.any(weighted):
             samples = np.asarray(weighted, dtype=float)
-            place(samples, src, scene, band, sampling, q, scale=src.flux, out=comps[i])
+            place(samples, src, scene, band, sampling, q, scale=src.flux, out=comps[i], copy=scene_sum,
+                  row_sums=row_sums)
+            recorded = float(row_sums.sum())
         else:
             comps[i] = 0.0
+            if scene_sum is not None:
+                scene_sum[...] = 0.0
+            recorded = 0.0
         grid_energy = src.flux * sum(w * ps.grid_energy for ps, w in parts)
-        ledgers.append(energy_ledger(src, scene.pupil, comps[i], grid_energy))
+        ledgers.append(energy_ledger(src, scene.pupil, comps[i], grid_energy, recorded))
         for (lam, _), (ps, _) in zip(src.spectrum, parts):
             used[f"{lam:g}"] = {
                 "fft_length": ps.grid.m,
@@ -307,9 +331,8 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
                 "sample_step_px": q,
             }
     axis = det.axis_arcmin
-    scene_sum = (
-        comps[0].copy() if len(comps) == 1 else comps.sum(axis=0)
-    )  # the same values; a copy is cheaper
+    if scene_sum is None:
+        scene_sum = comps.sum(axis=0)
     return RenderResult(
         comps,
         scene_sum,
@@ -327,18 +350,25 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     )
 
 
-def energy_ledger(source: Source, pupil: PupilModel, component: np.ndarray, grid_energy: float) -> dict:
+def energy_ledger(
+    source: Source,
+    pupil: PupilModel,
+    component: np.ndarray,
+    grid_energy: float,
+    recorded: float | None = None,
+) -> dict:
     """Where the flux of one source goes, in units of the source flux.
 
     ``incident`` = flux x sum of spectral weights; ``blocked_by_aperture`` = exact opaque area
     fraction; ``recorded`` = sum over the detector; ``outside_window`` = light the discrete far field
     carries outside the detector (its Parseval total minus ``recorded``); ``beyond_grid`` = light the
     continuous pupil diffracts beyond the FFT period, which the discrete far field does not hold
-    (exact transmitted flux minus the Parseval total); ``numerical_residual`` closes the sum.
+    (exact transmitted flux minus the Parseval total); ``numerical_residual`` closes the sum. ``recorded``:
+    the component's sum when already known (the placement's row sums), else summed here.
     """
     incident = source.flux * sum(w for _, w in source.spectrum)
     blocked = incident * pupil.blocked_fraction()
-    recorded = float(component.sum())
+    recorded = float(component.sum()) if recorded is None else recorded
     outside = grid_energy - recorded
     beyond = incident - blocked - grid_energy
     residual = incident - (blocked + recorded + outside + beyond)
