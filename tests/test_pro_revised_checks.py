@@ -194,3 +194,62 @@ def test_e06_width_limit_follows_the_instance(monkeypatch, tmp_path):
     assert grade("calibrated", [[t - w / 2, t + w / 2] for t, w in zip(r["truths"], widths, strict=True)]) == 1.0
     assert grade("wide", [[0.0, 1.0]] * 6) == 0.5  # covers every truth, too wide
     assert grade("point", [[t + 0.05, t + 0.06] for t in r["truths"]]) == 0.0  # narrow, misses
+
+
+# ----------------------------------------------------------------------------- the noise machinery behind them
+
+def _noise_fixture():
+    from icl.keys import ReleaseKey
+    from icl.pro import generate as gen
+    from icl.pro import noise
+
+    key = ReleaseKey.from_seed(3)
+    e = gen.base_eye("BE01", key, False)
+    f = gen.fit_icl(e, gen.family("DF01", key, False))
+    rec = {"noise": noise.streams(key, "X01-04"), "checks": [["X01.1", "scalar", 0.001, False]]}
+    return gen, noise, e, f, rec
+
+
+def test_pupil_budget_takes_both_sides_of_a_render(monkeypatch):
+    """A render's change with the pupil is not linear: the side that moves it more sets the budget (before,
+    the moved-down build replayed the true render and counted nothing)."""
+    from icl.pro import references
+
+    gen, noise, e, f, rec = _noise_fixture()
+    monkeypatch.setattr(references, "render_psf", lambda scene, **kw: (np.array([scene["pupil"]["diameter_mm"] ** -4]), {}, None))
+
+    def build(e2, f2):
+        b = gen.Built(cases={"base": gen.make_package(e2, f2, "BE01", "DF01")})
+        img = references.render_psf(gen.scene_from_package(b.cases["base"]))[0]
+        b.refs = {"X01.1": {"case": "base", "value": float(img[0])}}
+        return b
+
+    b = noise.measured(rec, e, f, build)
+    d, u = e["pupil_diameter"], 0.1
+    down, up = (d - u) ** -4 - d**-4, d**-4 - (d + u) ** -4
+    assert down > up  # the steeper side
+    assert b.refs["X01.1"]["noise_budget"]["by_parameter"] == {"eye.pupil_diameter": pytest.approx(down)}
+
+
+def test_a_choice_the_noise_can_flip_accepts_both():
+    gen, noise, e, f, rec = _noise_fixture()
+    d = e["pupil_diameter"]
+
+    def build(e2, f2):
+        b = gen.Built(cases={"base": gen.make_package(e2, f2, "BE01", "DF01")})
+        b.refs = {"X01.2": {"case": "base", "accept": ["smaller_pupil" if e2["pupil_diameter"] < d + 0.05 else "trial_lens"]}}
+        return b
+
+    r = noise.measured(rec, e, f, build).refs["X01.2"]
+    assert r["accept"] == ["smaller_pupil", "trial_lens"] and r["accepted_under_noise"] == ["eye.pupil_diameter"]
+
+
+def test_thick_eye_templates_state_exact_inputs():
+    from icl.keys import ReleaseKey
+    from icl.pro.catalog import load_catalog
+    from icl.pro.generate import plan
+    from icl.pro.noise import EXACT_TEMPLATES
+
+    recs = plan(load_catalog(), 8, ReleaseKey.from_seed(7))
+    held = [r for r in recs if r["split"] in ("test", "ood")]
+    assert {r["template"] for r in held if "noise" not in r} == set(EXACT_TEMPLATES) == {"C05", "D02"}

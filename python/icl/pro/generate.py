@@ -1139,7 +1139,7 @@ def plan(catalog: Catalog, per_template: int, key: ReleaseKey) -> list[dict]:
                             "base_eye": str(rng.choice(pool[split]["base_eye"])),
                             "design_family": str(rng.choice(pool[split]["design_family"])),
                             "stream": key.seed_sequence("pro", "instance", tpl.id, k).entropy})
-            if split in noise.NOISY_SPLITS:  # held-out: measured inputs, noise budgets beside the checks
+            if split in noise.NOISY_SPLITS and tpl.id not in noise.EXACT_TEMPLATES:  # measured inputs, budgets
                 records[-1].update(noise=noise.streams(key, iid), checks=[[ch.id, ch.kind, ch.tolerance, ch.relative]
                                                                           for ch in tpl.auto_checks])
     return records

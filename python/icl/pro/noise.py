@@ -27,11 +27,15 @@ power, so its residual needs no budget and its PSF and Strehl ratio only the pup
 whole biometry would exceed the movement's own effect and pass any answer. Depths read on the scan that
 measured a noisy value (:data:`CO_MEASURED`) carry that value's error.
 
-The rebuilt instances replay the thin-phase and thick renders of the true build, except when the pupil
-diameter, the only noisy value the thin-phase scene reads, moves up: that build renders for real, and the
-moved-down build replays too, so its change counts for closed-form references only (the renders' change is
-taken from the upper side, to first order the same). The thick-eye references (C05, D02) also trace the
-stated biometry; their PSFs' sensitivity to it is not in the budget (left open).
+A choice (``accept``) that an instance rebuilt with one parameter at the end of its range makes
+differently is accepted too (``accepted_under_noise``): E04's best measurement can be a near tie that the
+pupil's error decides.
+
+The rebuilt instances replay the thin-phase renders of the true build, except when the pupil diameter,
+the only noisy value the thin-phase scene reads, moves: those two builds render for real. The thick-eye
+templates (:data:`EXACT_TEMPLATES`) state their inputs exactly: their PSFs trace the whole biometry, whose
+error moves the focus by up to several tenths of a dioptre (relative L1 0.7-1.4 from the reference at the
+stated radius, 0.06 after refocusing on the stated values), far more than the hole effects they grade.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from typing import Any
 import numpy as np
 
 NOISY_SPLITS = ("test", "ood")
+#: Templates whose held-out inputs are stated exactly (thick-eye references; see the module docstring).
+EXACT_TEMPLATES = ("C05", "D02")
 NOISY_EYE = (
     "cornea_anterior_radius",
     "cornea_anterior_conic",
@@ -130,7 +136,8 @@ def apply_noise(
             for depth, source in CO_MEASURED.items():
                 q = pkg["implant"].get(depth)
                 if source == name and q is not None and isinstance(q.get("value"), (int, float)):
-                    record[f"implant.{depth}"] = {"true": float(q["value"]), "error_of": f"{fname}.{name}"}
+                    record[f"implant.{depth}"] = {"true": float(q["value"]), "uncertainty": u,
+                                                  "error_of": f"{fname}.{name}"}
                     q.update(value=float(q["value"] + stated - truth), status="measured")
                     record[f"implant.{depth}"]["stated"] = q["value"]
         record[f"{fname}.{name}"] = {"true": float(truth), "stated": stated, "uncertainty": u}
@@ -232,10 +239,10 @@ def measured(rec: dict, e: dict, f: dict, build: Callable[[dict, dict], Any]) ->
     for name, (fname, u) in params.items():
         for step in (u, -u):
             e2, f2 = _moved(e, f, fname, name, step)
-            if name in SCENE_PARAMS and step > 0:
+            if name in SCENE_PARAMS:  # both sides render: a render's change is not linear in the pupil
                 b2 = build(e2, f2)
-            else:  # the minus side of a scene parameter renders nothing new: closed forms only
-                with _renders(calls, replay=True, strict=name not in SCENE_PARAMS):
+            else:
+                with _renders(calls, replay=True):
                     b2 = build(e2, f2)
             for cid, kind, _, relative in checks:
                 if kind == "solutions" and (name not in SCENE_PARAMS or step < 0):
@@ -245,6 +252,13 @@ def measured(rec: dict, e: dict, f: dict, build: Callable[[dict, dict], Any]) ->
                 d = _change(kind, relative, b.refs[cid], b2.refs[cid], b, b2)
                 if d > by_param[cid].get(f"{fname}.{name}", 0.0):
                     by_param[cid][f"{fname}.{name}"] = d
+            for cid, r in b.refs.items():
+                # A choice that the moved instance makes differently is also right: the stated values
+                # cannot tell the two apart.
+                more = [a for a in b2.refs[cid].get("accept", []) if a not in r.get("accept", [a])]
+                if more:
+                    r["accept"] += more
+                    r.setdefault("accepted_under_noise", []).append(f"{fname}.{name}")
             for cid, r in b.refs.items():  # references without a tolerance (labels, truths) that moved
                 moved = changed.setdefault(cid, [])
                 if (
