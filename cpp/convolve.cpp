@@ -127,6 +127,17 @@ ICL_CLONES double lane_sum(const double* v, std::ptrdiff_t n) {
 
 }  // namespace
 
+ICL_CLONES double sum_squares(const double* v, std::ptrdiff_t n) {
+    double acc[8] = {};
+    std::ptrdiff_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l) acc[l] += v[j + l] * v[j + l];
+    double total = 0.0;
+    for (int l = 0; l < 8; ++l) total += acc[l];
+    for (; j < n; ++j) total += v[j] * v[j];
+    return total;
+}
+
 void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
                      const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
                      std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* copy,

@@ -20,6 +20,10 @@ void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
                      std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out,
                      double* copy = nullptr, double* row_sums = nullptr);
 
+// Sum of v[j]^2 over [0, n) on eight lanes (lane l takes j = l, l + 8, ...), the lanes then added in order: the
+// same bits on every machine (a complex array's energy: its 2 n doubles).
+double sum_squares(const double* v, std::ptrdiff_t n);
+
 // dst[0..n) += t * src[0..n), vectorised without reordering any sum (the same bits on every machine).
 void axpy(double t, const double* src, double* dst, std::ptrdiff_t n);
 

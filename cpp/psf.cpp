@@ -34,9 +34,9 @@ template <class T>
 void window(const std::complex<double>* pupil, std::ptrdiff_t n, std::ptrdiff_t m, std::ptrdiff_t s, double scale,
             double* out) {
     using C = std::complex<T>;
-    // Column index of angular index k = -s/2 + c in an m-point DFT (negative indices wrap).
-    std::vector<std::ptrdiff_t> kept(static_cast<std::size_t>(s));
-    for (std::ptrdiff_t c = 0; c < s; ++c) kept[c] = ((c - s / 2) % m + m) % m;
+    // Angular index k = -s/2 + c sits at DFT index m - s/2 + c for c < s/2 (negative indices wrap) and at
+    // c - s/2 from there on: two contiguous runs.
+    const std::ptrdiff_t h = s / 2;
 
     // Each worker keeps one pair of FFT buffers for all its blocks of both passes: zeroed once, then only the n
     // non-zero entries of each transform are overwritten (out-of-place complex FFTs preserve their input; rows
@@ -61,8 +61,12 @@ void window(const std::complex<double>* pupil, std::ptrdiff_t n, std::ptrdiff_t 
         for (std::ptrdiff_t r = 0; r < nr; ++r)
             for (std::ptrdiff_t c = 0; c < n; ++c) in[r * m + c] = C(pupil[(r0 + r) * n + c]);
         fft(in, res);
-        for (std::ptrdiff_t r = 0; r < nr; ++r)
-            for (std::ptrdiff_t c = 0; c < s; ++c) rows.get()[(r0 + r) * s + c] = res[r * m + kept[c]];
+        for (std::ptrdiff_t r = 0; r < nr; ++r) {
+            const C* src = res + r * m;
+            C* dst = rows.get() + (r0 + r) * s;
+            std::copy(src + m - h, src + m, dst);
+            std::copy(src, src + (s - h), dst + h);
+        }
     });
 
     // Pass 2: transform each kept column (length m, n non-zero samples) and keep the s window rows.
@@ -73,12 +77,18 @@ void window(const std::complex<double>* pupil, std::ptrdiff_t n, std::ptrdiff_t 
         for (std::ptrdiff_t c = 0; c < nc; ++c)
             for (std::ptrdiff_t r = 0; r < n; ++r) in[c * m + r] = rows.get()[r * s + c0 + c];
         fft(in, res);
-        for (std::ptrdiff_t c = 0; c < nc; ++c)
-            for (std::ptrdiff_t r = 0; r < s; ++r) {
-                const C v = res[c * m + kept[r]];
-                const double re = v.real(), im = v.imag();
-                out[r * s + c0 + c] = (re * re + im * im) * scale;
-            }
+        for (std::ptrdiff_t c = 0; c < nc; ++c) {
+            double* o = out + c0 + c;
+            const C* col = res + c * m;
+            auto put = [&](std::ptrdiff_t shift, std::ptrdiff_t r_lo, std::ptrdiff_t r_hi) {
+                for (std::ptrdiff_t r = r_lo; r < r_hi; ++r) {
+                    const double re = col[r + shift].real(), im = col[r + shift].imag();
+                    o[r * s] = (re * re + im * im) * scale;
+                }
+            };
+            put(m - h, 0, h);  // DFT index m - h + r
+            put(-h, h, s);     // DFT index r - h
+        }
     });
 }
 

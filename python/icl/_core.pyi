@@ -8,7 +8,7 @@ import typing
 import numpy
 import numpy.typing
 
-__all__: list[str] = ['HoleMode', 'PupilParams', 'RaySurface', 'SurfaceKind', 'TraceOptions', 'build_pupil', 'convolve_linear', 'disk_coverage', 'disk_coverage_filtered', 'export_wisdom', 'fast_length', 'fresnel', 'import_wisdom', 'num_threads', 'place_polyphase', 'place_separable', 'psf_window', 'set_num_threads', 'set_planner_measure', 'trace_rays', 'trace_rays_inplace']
+__all__: list[str] = ['HoleMode', 'PupilParams', 'RaySurface', 'SurfaceKind', 'TraceOptions', 'build_pupil', 'convolve_linear', 'disk_coverage', 'disk_coverage_filtered', 'export_wisdom', 'fast_length', 'field_energy', 'fresnel', 'import_wisdom', 'num_threads', 'place_polyphase', 'place_separable', 'psf_window', 'set_num_threads', 'set_planner_measure', 'trace_rays', 'trace_rays_inplace']
 class HoleMode:
     """Members:
     
@@ -320,6 +320,10 @@ def export_wisdom() -> str:
     ...
 def fast_length(n: typing.SupportsInt | typing.SupportsIndex) -> int:
     """Smallest 7-smooth integer >= n.
+    """
+def field_energy(a: typing.Annotated[numpy.typing.ArrayLike, numpy.complex128]) -> float:
+    """
+    Sum of |a|^2 over a complex array (eight lanes, then the lanes in order: the same bits on every machine).
     """
 def fresnel(n1: typing.SupportsFloat | typing.SupportsIndex, n2: typing.SupportsFloat | typing.SupportsIndex, cos_i: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64]]:
     """Unpolarised Fresnel coefficients (rs, rp, ts, tp, R, T) from index n1 into n2 at incidence cosines cos_i.

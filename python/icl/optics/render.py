@@ -81,7 +81,7 @@ def psf_samples(
     single = sampling.single_precision_fft and support <= 2.0 * EDGE_BAND * grid.m
     samples = core.psf_window(p, grid.m, support, scale, single)
     samples.setflags(write=False)
-    energy = float(np.sum(np.abs(p) ** 2) * grid.du**2 / area)
+    energy = core.field_energy(p) * grid.du**2 / area
     return PsfSamples(samples, grid, energy)
 
 
