@@ -32,7 +32,10 @@ factor of about two of icl's accuracy.
 samples across the pupil with its own aperture function (prysm ``geometry.circle``, hcipy's
 ``make_circular_aperture`` without super-sampling, poppy's gray pixels at ``npix = 256``; the FFT peers a
 binary disk on the grid of the shortest fast FFT whose pupil pitch gives at least 256 samples), and the
-intensity at the pixel centres (no pixel integration). icl runs at its defaults in both tables.
+intensity at the pixel centres (no pixel integration). icl runs at its defaults in both tables; the second
+table also holds ``icl-fast``, icl at its own coarser preset ``Sampling.fast()`` (a relative L1 of 1e-3 is
+its target: FFT period 1.5 times the support window, 1e-6 pixel taps; docs/convergence.md), and
+``icl-fast-fft``, the transforms of that render alone.
 
 Timing: every contender runs in this one process (``--threads`` threads for FFTW, BLAS, OpenMP, scipy
 workers and icl), is called once to warm up (reported as "first call"; FFTW planning, basis set-up; its
@@ -83,12 +86,15 @@ PITCH_ARCSEC = 4.0
 RAD_PER_ARCSEC = math.pi / (180.0 * 3600.0)
 SUPERSAMPLE = 8  # sub-cells per pupil cell and axis for the area coverage of the edge cells
 MATCHED = ("icl", "icl-fft", "numpy", "scipy", "pyfftw", "prysm", "hcipy", "poppy")
-FAST = ("numpy-fast", "scipy-fast", "pyfftw-fast", "prysm-fast", "hcipy-fast", "poppy-fast")
+FAST = ("icl-fast", "icl-fast-fft", "numpy-fast", "scipy-fast", "pyfftw-fast", "prysm-fast", "hcipy-fast",
+        "poppy-fast")
 PEERS = MATCHED + FAST
 FAST_SAMPLES = 256  # pupil samples across the diameter at the peers' fastest setting
 METHODS = {
     "icl": "icl.optics.render, default Sampling (pruned FFT, far field every q px, exact pixel taps)",
     "icl-fft": "icl._core.psf_window alone: the FFTs icl performs for this render (same precision)",
+    "icl-fast": "icl.optics.render, Sampling.fast() (its 1e-3 preset: shorter FFT period, 1e-6 taps)",
+    "icl-fast-fft": "icl._core.psf_window alone: the FFTs of the Sampling.fast() render",
     "numpy": "numpy.fft M x M + sinc pixel filter",
     "scipy": "scipy.fft M x M + sinc pixel filter",
     "pyfftw": "pyfftw.builders M x M + sinc pixel filter",
@@ -106,15 +112,17 @@ METHODS = {
 
 # ----------------------------------------------------------------------------- the shared grid
 
-def icl_grid(n_det: int) -> dict:
+def icl_grid(n_det: int, fast: bool = False) -> dict:
     """icl's pupil pitch and samples for the problem (read from a render), and the peers' FFT length.
 
     icl may sample the far field every ``q`` pixels; the peers sample it at every pixel, so their FFT
-    length for the same pupil pitch is ``M = lambda / (du * pitch)`` (= ``q`` times icl's).
+    length for the same pupil pitch is ``M = lambda / (du * pitch)`` (= ``q`` times icl's). ``fast``: the
+    grid of icl's ``Sampling.fast()`` preset instead of its defaults.
     """
-    from icl.optics import Detector, Pupil, Scene, Source, render
+    from icl.optics import Detector, Pupil, Sampling, Scene, Source, render
 
-    res = render(Scene((Source(),), Pupil(eye_excess_d=0.0, icl=None), Detector(n=n_det)))
+    sampling = Sampling.fast() if fast else Sampling()
+    res = render(Scene((Source(),), Pupil(eye_excess_d=0.0, icl=None), Detector(n=n_det)), sampling)
     used = res.sampling["wavelengths_nm"]["550"]
     q = int(used.get("sample_step_px", 1))
     supports = res.sampling["support_samples"]
@@ -279,10 +287,10 @@ def make_fast_runner(name: str, n_det: int, threads: int) -> tuple[Callable[[], 
 def make_runner(name: str, g: dict, n_det: int, q: int,
                 threads: int) -> tuple[Callable[[], np.ndarray], dict]:
     """The timed callable of one contender and facts about it (planning time, versions)."""
-    if name.endswith("-fast"):
+    if name.endswith("-fast") and not name.startswith("icl"):
         return make_fast_runner(name, n_det, threads)
     info: dict = {}
-    if name in ("icl", "icl-fft"):
+    if name.startswith("icl"):
         import icl
         from icl import _core
         from icl.optics import Detector, Pupil, Scene, Source, render
@@ -291,19 +299,22 @@ def make_runner(name: str, g: dict, n_det: int, q: int,
 
         _core.set_num_threads(threads)
         info["version"] = icl.__version__
-        scene = Scene((Source(),), Pupil(eye_excess_d=0.0, icl=None), Detector(n=n_det))
-        if name == "icl":
-            def run() -> np.ndarray:
-                psf_samples.cache_clear()
-                return render(scene).scene
-            return run, info
-        # The transform render() performs: icl's own pupil grid, FFT length, support window and precision.
         from icl.optics import Sampling
 
+        scene = Scene((Source(),), Pupil(eye_excess_d=0.0, icl=None), Detector(n=n_det))
+        sampling = Sampling.fast() if name.startswith("icl-fast") else Sampling()
+        if name in ("icl", "icl-fast"):
+            def run() -> np.ndarray:
+                psf_samples.cache_clear()
+                return render(scene, sampling).scene
+            return run, info
+        # The transform render() performs: icl's own pupil grid, FFT length, support window and precision.
+        if name == "icl-fast-fft":
+            g = g["fast"]
         pupil = pupil_field(scene.pupil, g["n"], g["icl_du"], WAVELENGTH_M)
         pupil = np.ascontiguousarray(pupil, dtype=complex)
         scale = g["icl_du"] ** 2 / (g["icl_m"] ** 2 * math.pi * DIAMETER_M**2 / 4)
-        single = Sampling().single_precision_fft
+        single = sampling.single_precision_fft
         return (lambda: _core.psf_window(pupil, g["icl_m"], g["support"], scale, single)), info
     if name == "numpy":
         info["version"] = np.__version__
@@ -526,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")  # peers' deprecation chatter is not part of the measurement
     threadpool_limits(args.threads)
     grid = icl_grid(args.n)
+    grid["fast"] = icl_grid(args.n, fast=True)
     truth = truth_image(args.n)
     results: dict[str, dict] = {}
     runners: dict[str, Callable[[], np.ndarray]] = {}
@@ -534,6 +546,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run, info = make_runner(name, grid, args.n, 1 if name.endswith("-fast") else args.oversample,
                                     args.threads)
+            if name == "icl-fast-fft":
+                info["grid"] = (f"FFT length {grid['fast']['icl_m']}, {grid['fast']['n']} pupil samples, "
+                                f"support {grid['fast']['support']}")
             t0 = time.perf_counter()
             img = np.asarray(run(), dtype=float)
             info["first"] = time.perf_counter() - t0
@@ -571,12 +586,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"problem: {DIAMETER_M * 1e3:g} mm pupil, {WAVELENGTH_M * 1e9:g} nm, {args.n} x {args.n} px at "
           f"{PITCH_ARCSEC:g} arcsec, pixel-integrated, unit flux; pupil {grid['n']} samples at "
           f"{grid['du'] * 1e6:.4f} um; peers' FFT length M = {grid['m']}; icl: FFT length {grid['icl_m']}, "
-          f"far field every {grid['q']} px, support {grid['support']}; Q = {args.oversample}; "
+          f"far field every {grid['q']} px, support {grid['support']} (Sampling.fast(): FFT length "
+          f"{grid['fast']['icl_m']}, {grid['fast']['n']} pupil samples, support {grid['fast']['support']}); "
+          f"Q = {args.oversample}; "
           f"analytic recorded flux {truth.sum():.6f}")
-    icl_t, fft_t = times.get("icl"), times.get("icl-fft")
-    if icl_t and fft_t:
-        print(f"icl total / its own FFTs (psf_window), median of per-round ratios: "
-              f"{statistics.median(a / b for a, b in zip(icl_t, fft_t, strict=True)):.2f}")
+    for total, ffts in (("icl", "icl-fft"), ("icl-fast", "icl-fast-fft")):
+        icl_t, fft_t = times.get(total), times.get(ffts)
+        if icl_t and fft_t:
+            print(f"{total} total / its own FFTs ({ffts}), median of per-round ratios: "
+                  f"{statistics.median(a / b for a, b in zip(icl_t, fft_t, strict=True)):.2f}")
     blas = sorted({f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture', '-')})"
                    for p in threadpool_info() if p.get("user_api") == "blas"})
     print("BLAS kernels (threadpoolctl): " + ("; ".join(blas) if blas else "none loaded"))
