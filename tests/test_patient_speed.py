@@ -44,7 +44,7 @@ def test_eight_freehand_contours_of_2000_points_score_fast_and_unchanged():
     assert res["repeat_agreement"]["mean_S"] == EXHAUSTIVE["repeat_agreement"]
     assert res["geometry"]["mean_chamfer_deg"] == EXHAUSTIVE["mean_chamfer_deg"]
     assert res["geometry"]["mean_abs_width_error_deg"] == EXHAUSTIVE["mean_abs_width_error_deg"]
-    # About 0.5 s on an idle core, 1.4 s with the machine loaded 10x; the exhaustive search took 38 s+.
+    # A loose bound against a regression to the exhaustive search (38 s+); the < 1 s goal is the next test.
     assert cpu < 5.0, f"{cpu:.2f} s of CPU"
 
 
