@@ -98,6 +98,56 @@ class Render:
         self.render(self.scene)
 
 
+class RenderFast:
+    """``render`` at the coarser preset ``Sampling.fast()`` (its target: a relative L1 of 1e-3).
+
+    Skipped (``NotImplementedError``) for versions of icl without the preset.
+    """
+
+    params = [512, 1024]
+    param_names = ["detector"]
+    timeout = 180
+
+    def setup(self, n):
+        from icl.optics import Sampling, render
+
+        if not hasattr(Sampling, "fast"):
+            raise NotImplementedError("Sampling.fast() is not in this version")
+        single_thread()
+        self.render = render
+        self.scene = airy_scene(n)
+        self.sampling = Sampling.fast()
+        clear_caches()
+        self.render(self.scene, self.sampling)
+
+    def time_render_fast(self, n):
+        clear_caches()
+        self.render(self.scene, self.sampling)
+
+    def peakmem_render_fast(self, n):
+        clear_caches()
+        self.render(self.scene, self.sampling)
+
+
+class FieldEnergy:
+    """``field_energy``: the Parseval total of the far-field pupil (sum of |p|^2 in C++), 284 to 1136 samples."""
+
+    params = [284, 568, 1136]
+    param_names = ["samples"]
+
+    def setup(self, n):
+        from icl import _core
+
+        if not hasattr(_core, "field_energy"):
+            raise NotImplementedError("_core.field_energy is not in this version")
+        rng = np.random.default_rng(0)
+        self.p = rng.normal(size=(n, n)) + 1j * rng.normal(size=(n, n))
+        self.field_energy = _core.field_energy
+
+    def time_field_energy(self, n):
+        self.field_energy(self.p)
+
+
 class Placement:
     """Exact pixel integration of a point source from its far-field samples.
 
@@ -126,6 +176,13 @@ class Placement:
         src = Source(x_arcmin=step / 3.0, y_arcmin=step / 4.0)
         self.place = lambda: place(samples, src, scene, ps.grid.band, sampling, q)
         self.place()  # tap design is cached from here on
+        out, copy, sums = np.empty((n, n)), np.empty((n, n)), np.empty(n)
+        try:
+            place(samples, src, scene, ps.grid.band, sampling, q, out=out, copy=copy, row_sums=sums)
+            self.place_fused = lambda: place(samples, src, scene, ps.grid.band, sampling, q, out=out, copy=copy,
+                                             row_sums=sums)
+        except TypeError:
+            self.place_fused = None
         tx = pixel_taps(1.0 / 3.0, ps.grid.band, sampling.tap_tolerance, q)
         ty = pixel_taps(0.25, ps.grid.band, sampling.tap_tolerance, q)
         k = (tx.size - 1) // 2
@@ -141,6 +198,12 @@ class Placement:
 
     def time_place_separable(self, n):
         self.place_separable(*self.kernel_args)
+
+    def time_place_with_scene_and_row_sums(self, n):
+        # What render() asks of the kernel for a one-source scene: the image, its copy and its row sums.
+        if self.place_fused is None:
+            raise NotImplementedError("place_polyphase has no copy / row_sums outputs in this version")
+        self.place_fused()
 
 
 class DiskConvolution:
