@@ -1,18 +1,37 @@
 #include "raytrace.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "common.hpp"
 
-// Layout of the tracer. Rays are copied into fixed blocks of kBlock rays (structure of arrays); each surface
-// is applied to a block as a few passes, each a straight-line loop over the block (ternaries, no branches,
-// no early exits) that the compiler vectorises. A ray that stops keeps the state it had before the surface:
-// every pass computes all rays and the last one commits only the survivors. The arithmetic of a ray, operation
-// by operation, is that of the scalar definition (docs/eye.md); this file is compiled without floating-point
-// contraction, so the vector lanes round exactly as scalar code does and results do not depend on the block
-// size, the thread count or the instruction set chosen at run time.
+// Layout of the tracer. Rays are copied into fixed blocks of kBlock rays (structure of arrays, in L1), and each
+// surface is applied to a block as three short passes, each a straight-line loop over the block (ternaries and
+// bit operations, no branches, no early exits) that the compiler vectorises:
+//   distance  local frame and the distance to the surface (conic root or vertex plane), the flag `missed`;
+//   normal    hit point, clear aperture, the normal, the incidence cosine and sqrt(S2) cos(refraction);
+//   commit    Snell or the mirror, the Fresnel weight and the optical path; survivors take the new state in
+//             the global frame, the others keep theirs and record the first failure.
+// Walls and aspheres insert passes after the distance (Newton, the wall test). A ray that stops keeps the state
+// it had before the surface: every pass computes all rays and the commit takes only the survivors. Short
+// passes let the processor overlap many rays' dependency chains (one fused loop per surface, measured, was
+// slower: its chain of square roots and divisions left the out-of-order window idle), at the cost of a few
+// scratch arrays in L1.
+//
+// Square roots and divisions are the most expensive operations, so the refraction works with an unnormalised
+// normal N: with S2 = N.N and cN = d.N (N turned so that cN >= 0), the incidence cosine is cN / sqrt(S2),
+// cts = sqrt(S2) cos(refraction) = sqrt(S2 - mu^2 (S2 - cN^2)), the new direction is mu d + (cts - mu cN) / S2 N
+// (the mirror: d - 2 cN / S2 N), and sqrt(S2) cancels from the Fresnel amplitudes rs = (mu cN - cts) /
+// (mu cN + cts), rp = (cN - mu cts) / (cN + mu cts), whose division shares one reciprocal with 1 / S2. A
+// refracting conic takes two square roots (discriminant, cts) and three divisions (two roots, one reciprocal),
+// where normalising the normal took four and six.
+//
+// Each ray's arithmetic is fixed: this file is compiled without floating-point contraction, so vector lanes
+// round exactly as scalar code does and results depend neither on the block size, the thread count nor the
+// instruction set chosen at run time.
 
 // On x86-64 with GCC and glibc (ifunc), the block kernel is also compiled for AVX2 and AVX-512 and picked at
 // load time.
@@ -31,23 +50,29 @@
 namespace icl::rt {
 namespace {
 
-constexpr int kBlock = 128;  // rays per block: its 24 arrays (24 kB) stay in L1 (faster than 64 or 256)
+constexpr int kBlock = 128;            // rays per block
+constexpr int kStride = kBlock + 8;    // array length: arrays 4 kB apart would alias in the load/store unit
 using Mask = std::uint64_t;  // 0 or a flag, one 64-bit lane per ray like the doubles beside it
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 inline bool finite(double v) { return std::fabs(v) <= std::numeric_limits<double>::max(); }  // false for NaN
+// All ones when no flag is raised yet, else 0: `st |= first(st) & f` records f only as the first failure. Bit
+// operations rather than nested selects, which GCC 12 if-converts only in some contexts.
+inline Mask first(Mask st) { return Mask(0) - Mask(st == 0); }
 
 struct Block {
     // Ray state (global frame) and flags.
-    alignas(64) double x[kBlock], y[kBlock], z[kBlock], l[kBlock], m[kBlock], n[kBlock], opl[kBlock], w[kBlock];
-    alignas(64) Mask flags[kBlock];
-    // Per-surface scratch: local position (then hit point) and direction (then the new direction), distance,
-    // normal, incidence cosine, Fresnel coefficient, flag raised at this surface.
-    alignas(64) double lx[kBlock], ly[kBlock], lz[kBlock], ll[kBlock], lm[kBlock], ln[kBlock], t[kBlock];
-    alignas(64) double nx[kBlock], ny[kBlock], nz[kBlock], ci[kBlock], coef[kBlock];
-    alignas(64) Mask stop[kBlock];
-    // Asphere Newton state.
-    alignas(64) Mask active[kBlock], converged[kBlock];
+    alignas(64) double x[kStride], y[kStride], z[kStride], l[kStride], m[kStride], n[kStride], opl[kStride],
+        w[kStride];
+    alignas(64) Mask flags[kStride];
+    // Per surface: local position (then the hit point) and direction, distance, flag raised at this surface;
+    // the normal pass's outputs (N, cN, S2, cts), which the distance pass borrows for its quadratic; Newton's
+    // state.
+    alignas(64) double lx[kStride], ly[kStride], lz[kStride], ll[kStride], lm[kStride], ln[kStride], t[kStride];
+    alignas(64) Mask stop[kStride];
+    alignas(64) double nx[kStride], ny[kStride], nz[kStride], cn[kStride], s2[kStride], cts[kStride];
+    alignas(64) Mask active[kStride], converged[kStride];
 };
 
 // Constants of the sag z(r^2) = c r^2 / (1 + sqrt(q)) + poly, q = 1 - (1+k) c^2 r^2, grouped as in the
@@ -59,49 +84,95 @@ struct SagConst {
           b4(2.0 * s.a4), b6(3.0 * s.a6), b8(4.0 * s.a8) {}
 };
 
-// Into the surface frame, p_local = rot (p - origin), d_local = rot d, and the distance along the ray to the
-// surface. A plane (or a conic with c = 0): its vertex plane. A conic: of the two roots of the quadratic, the
-// smaller of those that lie ahead of the ray (t >= -kBehind) and on the sheet through the vertex, where
-// 1 - (1 + k) c z >= 0 (the branch of the sag formula: there it equals sqrt(1 - (1 + k) c^2 r^2)); the
-// roots are cc / (-bh + sign(-bh) sqrt(disc)) and its partner (-bh + sign(-bh) sqrt(disc)) / a (free of
-// cancellation). NaN (missed) when no root qualifies: the discriminant is negative, both roots are behind
-// the ray or on the far sheet (a concave retina met beyond its centre of curvature is hit on the vertex
-// side, never on the far side behind the ray), or the plane is behind the ray.
+// A surface's constants, prepared once per call outside the block kernel (so that the compiler cannot
+// specialise the loops on their values, which breaks their vectorisation), and copied into each pass (stores
+// to the block cannot alias the copy, so it stays in registers).
+struct Consts {
+    double R[9], o0, o1, o2;
+    bool rotated;  // rot is not the identity
+    double c, ck, kcc, b4, b6, b8, a10;
+    double mu, mu2;
+    double path;      // index for the optical path (0 when it is off: opl + 0 t == opl for a survivor's finite t)
+    double ri2, ro2;  // squared clear aperture (bounds no radius crosses when apertures are off)
+    Consts() = default;
+    Consts(const Surface& s, const Options& o)
+        : o0(s.origin[0]), o1(s.origin[1]), o2(s.origin[2]), c(s.c), ck(s.c * (1.0 + s.k)),
+          kcc(SagConst(s).kcc), b4(2.0 * s.a4), b6(3.0 * s.a6), b8(4.0 * s.a8), a10(s.a10), mu(s.n1 / s.n2),
+          mu2(mu * mu), path(o.opl ? s.n1 : 0.0), ri2(o.apertures ? s.r_inner * s.r_inner : -1.0),
+          ro2(o.apertures ? s.r_outer * s.r_outer : kInf) {
+        std::copy(s.rot, s.rot + 9, R);
+        const double id[9] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0};
+        rotated = !std::equal(R, R + 9, id);
+    }
+};
+
+// Local frame: p_local = rot (p - origin), d_local = rot d. Rot is false for an unrotated surface, which only
+// translates (what the identity gives, to the last bit, for finite coordinates); the passes after the distance
+// then recompute the local frame from the global state instead of reading it from the block.
+template <bool Rot>
+ICL_RT_INLINE void to_local(const Consts& k, double X, double Y, double Z, double L, double M, double N, double& x,
+                            double& y, double& z, double& l, double& m, double& n) {
+    const double px = X - k.o0, py = Y - k.o1, pz = Z - k.o2;
+    if constexpr (Rot) {
+        const double* R = k.R;
+        x = R[0] * px + R[1] * py + R[2] * pz;
+        y = R[3] * px + R[4] * py + R[5] * pz;
+        z = R[6] * px + R[7] * py + R[8] * pz;
+        l = R[0] * L + R[1] * M + R[2] * N;
+        m = R[3] * L + R[4] * M + R[5] * N;
+        n = R[6] * L + R[7] * M + R[8] * N;
+    } else {
+        x = px; y = py; z = pz; l = L; m = M; n = N;
+    }
+}
+
+// Distance along the ray to the surface (local frame). A plane (or a conic with c = 0): its vertex plane. A
+// conic: of the two roots of the quadratic, the smaller of those that lie ahead of the ray (t >= -kBehind) and
+// on the sheet through the vertex, where 1 - (1 + k) c z >= 0 (the branch of the sag formula: there it equals
+// sqrt(1 - (1 + k) c^2 r^2)); the roots are cc / (-bh + sign(-bh) sqrt(disc)) and its partner
+// (-bh + sign(-bh) sqrt(disc)) / a (free of cancellation). NaN (missed) when no root qualifies: the
+// discriminant is negative, both roots are behind the ray or on the far sheet (a concave retina met beyond its
+// centre of curvature is hit on the vertex side, never on the far side behind the ray), or the plane is behind
+// the ray. Two loops: the square root, then the divisions. With Rot, the local frame is stored for the passes
+// after it.
 constexpr double kBehind = 1e-9;  // mm: a ray that starts on the surface meets it at t = 0 up to rounding
 
-template <bool Conic>
-ICL_RT_INLINE void pass_distance(const Surface& s, Block& b) {
-    double R[9];  // a local copy: stores to the block cannot alias it, so it stays in registers
-    std::copy(s.rot, s.rot + 9, R);
-    const double o0 = s.origin[0], o1 = s.origin[1], o2 = s.origin[2];
-    const double c = s.c, ck = s.c * (1.0 + s.k);
+template <bool Conic, bool Rot>
+ICL_RT_INLINE void pass_distance(const Consts& sc, Block& b) {
+    const Consts k = sc;
+    const double c = k.c, ck = k.ck;
     for (int i = 0; i < kBlock; ++i) {
-        const double px = b.x[i] - o0, py = b.y[i] - o1, pz = b.z[i] - o2;
-        const double L = b.l[i], M = b.m[i], N = b.n[i];
-        const double x = R[0] * px + R[1] * py + R[2] * pz;
-        const double y = R[3] * px + R[4] * py + R[5] * pz;
-        const double z = R[6] * px + R[7] * py + R[8] * pz;
-        const double l = R[0] * L + R[1] * M + R[2] * N;
-        const double m = R[3] * L + R[4] * M + R[5] * N;
-        const double n = R[6] * L + R[7] * M + R[8] * N;
-        b.lx[i] = x; b.ly[i] = y; b.lz[i] = z; b.ll[i] = l; b.lm[i] = m; b.ln[i] = n;
-        double t;
+        double x, y, z, l, m, n;
+        to_local<Rot>(k, b.x[i], b.y[i], b.z[i], b.l[i], b.m[i], b.n[i], x, y, z, l, m, n);
+        if constexpr (Rot) {
+            b.lx[i] = x; b.ly[i] = y; b.lz[i] = z; b.ll[i] = l; b.lm[i] = m; b.ln[i] = n;
+        }
         if constexpr (Conic) {
             const double a = c * (l * l + m * m) + ck * n * n;
             const double bh = c * (x * l + y * m) + ck * z * n - n;
             const double cc = c * (x * x + y * y) + ck * z * z - 2.0 * z;
             const double disc = bh * bh - a * cc;
-            const double denom = -bh + std::copysign(std::sqrt(std::max(disc, 0.0)), -bh);
+            b.nx[i] = a; b.ny[i] = cc; b.nz[i] = disc;
+            b.cn[i] = -bh + std::copysign(std::sqrt(std::max(disc, 0.0)), -bh);
+        } else {
+            const double tp = -z / n;
+            const double t = tp >= -kBehind ? tp : kNan;
+            b.t[i] = t;
+            b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
+        }
+    }
+    if constexpr (Conic) {
+        for (int i = 0; i < kBlock; ++i) {
+            const double z = Rot ? b.lz[i] : b.z[i] - k.o2, n = Rot ? b.ln[i] : b.n[i];
+            const double a = b.nx[i], cc = b.ny[i], disc = b.nz[i], denom = b.cn[i];
             const double t1 = cc / denom, t2 = denom / a;
             const bool ok1 = (disc >= 0.0) & finite(t1) & (t1 >= -kBehind) & (1.0 - ck * (z + t1 * n) >= 0.0);
             const bool ok2 = (disc >= 0.0) & finite(t2) & (t2 >= -kBehind) & (1.0 - ck * (z + t2 * n) >= 0.0);
-            t = ok1 ? (ok2 ? std::min(t1, t2) : t1) : (ok2 ? t2 : kNan);
-        } else {
-            const double tp = -z / n;
-            t = tp >= -kBehind ? tp : kNan;
+            const double tm = std::min(ok1 ? t1 : kInf, ok2 ? t2 : kInf);  // the smaller qualifying root
+            const double t = tm < kInf ? tm : kNan;
+            b.t[i] = t;
+            b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
         }
-        b.t[i] = t;
-        b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
     }
 }
 
@@ -185,133 +256,169 @@ ICL_RT_INLINE void pass_wall(const Surface& s, Block& b) {
     }
 }
 
-// Hit point (replaces the local position), sag slope, clear aperture and the unit normal (-dz/dx, -dz/dy, 1)
-// oriented along the ray, with the incidence cosine. The kind is a template argument so that a conic does
-// not evaluate the polynomial and a plane neither.
-template <Kind K>
-ICL_RT_INLINE void pass_hit(const Surface& s, const Options& o, Block& b) {
-    const SagConst k(s);
-    constexpr bool plane = K == Kind::plane, asphere = K == Kind::asphere;
-    const bool apertures = o.apertures;
-    const double ri2 = s.r_inner * s.r_inner, ro2 = s.r_outer * s.r_outer;
+// Hit point (replaces the local position), clear aperture, the normal and the refraction's square root.
+// N is (-dz/dx, -dz/dy, 1) times sqrt(q), q = 1 - (1 + k) c^2 r^2, which keeps it finite at the edge of the
+// conic's zone: (-c x, -c y, 1 - (1 + k) c z) for a conic (on the vertex sheet sqrt(q) = 1 - (1 + k) c z, no
+// square root), (-(c + 2 sqrt(q) dP/d(r^2)) x, ..., sqrt(q)) for an even asphere with polynomial P, (0, 0, 1)
+// for a plane. Stores N turned along the ray, cN, S2 and cts (for the mirror, -1 under total reflection).
+template <Kind K, bool Reflect, bool Rot>
+ICL_RT_INLINE void pass_normal(const Consts& sc, Block& b) {
+    const Consts k = sc;
+    const double c = k.c, ck = k.ck, mu2 = k.mu2, ri2 = k.ri2, ro2 = k.ro2;
     for (int i = 0; i < kBlock; ++i) {
-        const double l = b.ll[i], m = b.lm[i], n = b.ln[i], t = b.t[i];
-        const double hx = b.lx[i] + t * l, hy = b.ly[i] + t * m, hz = b.lz[i] + t * n;
+        double x, y, z, l, m, n;
+        if constexpr (Rot) {
+            x = b.lx[i]; y = b.ly[i]; z = b.lz[i]; l = b.ll[i]; m = b.lm[i]; n = b.ln[i];
+        } else {
+            to_local<false>(k, b.x[i], b.y[i], b.z[i], b.l[i], b.m[i], b.n[i], x, y, z, l, m, n);
+        }
+        const double t = b.t[i];
+        const double hx = x + t * l, hy = y + t * m, hz = z + t * n;
         const double r2 = hx * hx + hy * hy;
-        // dz/d(r^2) of the sag: c / (2 sqrt(q)) plus the polynomial's; ok = false outside the conic zone.
-        double dz = 0.0;
-        bool ok = true;
-        if constexpr (!plane) {
+        double nx = 0.0, ny = 0.0, nz = 1.0;
+        bool ok = true;  // false outside the conic's zone
+        if constexpr (K == Kind::conic) {
+            ok = 1.0 - k.kcc * r2 >= 0.0;
+            nx = -c * hx; ny = -c * hy; nz = 1.0 - ck * hz;
+        } else if constexpr (K == Kind::asphere) {
             const double q = 1.0 - k.kcc * r2;
             const double root = std::sqrt(std::max(q, 0.0));
-            dz = k.half_c / std::max(root, 1e-300);
-            if constexpr (asphere) dz += r2 * (k.b4 + r2 * (k.b6 + r2 * (k.b8 + r2 * 5.0 * k.a10)));
+            const double g = c + 2.0 * root * (r2 * (k.b4 + r2 * (k.b6 + r2 * (k.b8 + r2 * 5.0 * k.a10))));
             ok = q >= 0.0;
+            nx = -g * hx; ny = -g * hy; nz = root;
         }
-        const bool clip = apertures & ((r2 < ri2) | (r2 > ro2));
-        // First failure in the scalar order: missed, wall (pass_wall), clipped; TIR comes in pass_refract.
-        const Mask st = b.stop[i];
-        b.stop[i] = st ? st : !ok ? Mask(missed) : clip ? Mask(clipped) : Mask(0);
-
-        double nx = -2.0 * dz * hx, ny = -2.0 * dz * hy, nz = 1.0;
-        const double inv = 1.0 / std::sqrt(nx * nx + ny * ny + nz * nz);
-        nx *= inv; ny *= inv; nz *= inv;
-        const double ci = l * nx + m * ny + n * nz;
-        const bool flip = ci < 0.0;
-        b.nx[i] = flip ? -nx : nx;
-        b.ny[i] = flip ? -ny : ny;
-        b.nz[i] = flip ? -nz : nz;
-        b.ci[i] = flip ? -ci : ci;
+        const bool clip = (r2 < ri2) | (r2 > ro2);
+        // First failure in the scalar order: missed, wall (its pass), clipped, then TIR.
+        Mask st = b.stop[i];
+        st |= first(st) & ((Mask(!ok) * missed) | (Mask(ok & clip) * clipped));
+        const double cn0 = l * nx + m * ny + n * nz;
+        const bool flip = cn0 < 0.0;
+        nx = flip ? -nx : nx; ny = flip ? -ny : ny; nz = flip ? -nz : nz;
+        const double cn = flip ? -cn0 : cn0;
+        const double s2 = nx * nx + ny * ny + nz * nz;
+        const double sin2 = mu2 * (s2 - cn * cn);  // S2 sin^2(refraction)
+        const bool total = sin2 > s2;
+        const double cts = std::sqrt(std::max(s2 - sin2, 0.0));
+        if constexpr (!Reflect) st |= first(st) & (Mask(total) * tir);
+        b.stop[i] = st;
         b.lx[i] = hx; b.ly[i] = hy; b.lz[i] = hz;
+        b.nx[i] = nx; b.ny[i] = ny; b.nz[i] = nz; b.cn[i] = cn; b.s2[i] = s2;
+        b.cts[i] = Reflect ? (total ? -1.0 : cts) : cts;
     }
 }
 
-// Vector Snell (or the mirror) into the local direction, TIR flag, unpolarised Fresnel energy coefficient.
-template <bool Reflect>
-ICL_RT_INLINE void pass_refract(const Surface& s, Block& b) {
-    const double n1 = s.n1, n2 = s.n2, mu = s.n1 / s.n2, mu2 = mu * mu;
+// Snell (or the mirror) and the Fresnel energy coefficient (T, or R for the mirror: 1 under total reflection),
+// then the commit: survivors take the new state in the global frame (rot is orthonormal: its transpose is its
+// inverse), their weight and optical path; the others keep their state and record the flag raised here.
+template <bool Reflect, bool Fresnel, bool Rot>
+ICL_RT_INLINE void pass_commit(const Consts& sc, Block& b) {
+    const Consts k = sc;
+    const double* R = k.R;
+    const double o0 = k.o0, o1 = k.o1, o2 = k.o2, mu = k.mu, path = k.path;
     for (int i = 0; i < kBlock; ++i) {
-        const double l = b.ll[i], m = b.lm[i], n = b.ln[i], ci = b.ci[i];
-        const double nx = b.nx[i], ny = b.ny[i], nz = b.nz[i];
-        const double st2 = mu2 * (1.0 - ci * ci);
-        const bool total = st2 > 1.0;
-        const double ct = std::sqrt(std::max(1.0 - st2, 0.0));
-        const double rs = (n1 * ci - n2 * ct) / (n1 * ci + n2 * ct);
-        const double rp = (n2 * ci - n1 * ct) / (n2 * ci + n1 * ct);
-        if constexpr (Reflect) {
-            b.ll[i] = l - 2.0 * ci * nx; b.lm[i] = m - 2.0 * ci * ny; b.ln[i] = n - 2.0 * ci * nz;
-            b.coef[i] = total ? 1.0 : 0.5 * (rs * rs + rp * rp);
+        const double X = b.x[i], Y = b.y[i], Z = b.z[i], L = b.l[i], M = b.m[i], N = b.n[i];
+        const double l = Rot ? b.ll[i] : L, m = Rot ? b.lm[i] : M, n = Rot ? b.ln[i] : N;
+        const double hx = b.lx[i], hy = b.ly[i], hz = b.lz[i];
+        const double nx = b.nx[i], ny = b.ny[i], nz = b.nz[i], cn = b.cn[i], s2 = b.s2[i];
+        const bool total = b.cts[i] < 0.0;
+        const double cts = total ? 0.0 : b.cts[i];
+        const double u = mu * cn;
+        const double gn = Reflect ? -2.0 * cn : cts - u;  // new direction: (mu) d + gn / S2 N
+        double g, coef = 1.0;
+        if constexpr (Fresnel) {
+            const double v = mu * cts;
+            const double A = u - cts, B = u + cts, C = cn - v, E = cn + v;  // rs = A / B, rp = C / E
+            const double be = B * E, ae = A * E, cb = C * B;
+            const double be2 = be * be;
+            const double inv = 1.0 / (s2 * be2);
+            g = gn * be2 * inv;
+            const double r = 0.5 * (ae * ae + cb * cb) * s2 * inv;
+            coef = Reflect ? (total ? 1.0 : r) : 1.0 - r;
         } else {
-            const double g = ct - mu * ci;
-            b.ll[i] = mu * l + g * nx; b.lm[i] = mu * m + g * ny; b.ln[i] = mu * n + g * nz;
-            b.coef[i] = 1.0 - 0.5 * (rs * rs + rp * rp);
-            const Mask st = b.stop[i];
-            b.stop[i] = st ? st : total ? Mask(tir) : Mask(0);
+            g = gn / s2;
         }
-    }
-}
-
-// Survivors take the new state in the global frame (rot is orthonormal: its transpose is its inverse), their
-// Fresnel weight (coef, 1 when Fresnel weights are off) and optical path; the others keep their state and
-// record the flag raised here. Path is a template argument because GCC 12 does not vectorise a select on a
-// loop-invariant scalar condition.
-template <bool Path>
-ICL_RT_INLINE void pass_commit(const Surface& s, Block& b) {
-    const double n1 = s.n1;
-    double R[9];  // a local copy: stores to the block cannot alias it, so it stays in registers
-    std::copy(s.rot, s.rot + 9, R);
-    const double o0 = s.origin[0], o1 = s.origin[1], o2 = s.origin[2];
-    for (int i = 0; i < kBlock; ++i) {
-        const double hx = b.lx[i], hy = b.ly[i], hz = b.lz[i], l2 = b.ll[i], m2 = b.lm[i], n2 = b.ln[i];
-        const double X = R[0] * hx + R[3] * hy + R[6] * hz + o0;
-        const double Y = R[1] * hx + R[4] * hy + R[7] * hz + o1;
-        const double Z = R[2] * hx + R[5] * hy + R[8] * hz + o2;
-        const double L = R[0] * l2 + R[3] * m2 + R[6] * n2;
-        const double M = R[1] * l2 + R[4] * m2 + R[7] * n2;
-        const double N = R[2] * l2 + R[5] * m2 + R[8] * n2;
-        const double w0 = b.w[i], opl0 = b.opl[i];
-        const double w_new = w0 * b.coef[i];
-        double opl_new = opl0;
-        if constexpr (Path) opl_new = opl0 + n1 * b.t[i];
+        const double l2 = (Reflect ? l : mu * l) + g * nx;
+        const double m2 = (Reflect ? m : mu * m) + g * ny;
+        const double n2 = (Reflect ? n : mu * n) + g * nz;
+        double X2 = hx + o0, Y2 = hy + o1, Z2 = hz + o2, L2 = l2, M2 = m2, N2 = n2;
+        if constexpr (Rot) {
+            X2 = R[0] * hx + R[3] * hy + R[6] * hz + o0;
+            Y2 = R[1] * hx + R[4] * hy + R[7] * hz + o1;
+            Z2 = R[2] * hx + R[5] * hy + R[8] * hz + o2;
+            L2 = R[0] * l2 + R[3] * m2 + R[6] * n2;
+            M2 = R[1] * l2 + R[4] * m2 + R[7] * n2;
+            N2 = R[2] * l2 + R[5] * m2 + R[8] * n2;
+        }
         const Mask old = b.flags[i], st = b.stop[i];
         const bool pass = (old == 0) & (st == 0);
-        b.flags[i] = old == 0 ? st : old;
-        const double x0 = b.x[i], y0 = b.y[i], z0 = b.z[i], l0 = b.l[i], m0 = b.m[i], n0 = b.n[i];
-        b.x[i] = pass ? X : x0;
-        b.y[i] = pass ? Y : y0;
-        b.z[i] = pass ? Z : z0;
-        b.l[i] = pass ? L : l0;
-        b.m[i] = pass ? M : m0;
-        b.n[i] = pass ? N : n0;
-        b.w[i] = pass ? w_new : w0;
-        b.opl[i] = pass ? opl_new : opl0;
+        b.flags[i] = old | (first(old) & st);
+        b.x[i] = pass ? X2 : X;
+        b.y[i] = pass ? Y2 : Y;
+        b.z[i] = pass ? Z2 : Z;
+        b.l[i] = pass ? L2 : L;
+        b.m[i] = pass ? M2 : M;
+        b.n[i] = pass ? N2 : N;
+        const double opl0 = b.opl[i];
+        b.opl[i] = pass ? opl0 + path * b.t[i] : opl0;
+        if constexpr (Fresnel) {
+            const double w0 = b.w[i];
+            b.w[i] = pass ? w0 * coef : w0;
+        }
+    }
+}
+
+// The normal and commit passes for one surface. The kind, branch, Fresnel switch and rotation are template
+// arguments: GCC 12 does not vectorise a select on a loop-invariant scalar condition.
+template <Kind K, bool Rot>
+ICL_RT_INLINE void finish(const Surface& s, const Consts& k, const Options& o, Block& b) {
+    if (s.reflect) {
+        pass_normal<K, true, Rot>(k, b);
+        if (o.fresnel) pass_commit<true, true, Rot>(k, b); else pass_commit<true, false, Rot>(k, b);
+    } else {
+        pass_normal<K, false, Rot>(k, b);
+        if (o.fresnel) pass_commit<false, true, Rot>(k, b); else pass_commit<false, false, Rot>(k, b);
     }
 }
 
 // One block through every surface. Compiled per instruction set (ICL_RT_CLONES); the passes are inlined.
-ICL_RT_CLONES void trace_block(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& o, Block& b) {
-    for (std::ptrdiff_t k = 0; k < n_surfaces; ++k) {
-        const Surface& s = surfaces[k];
-        if (s.kind == Kind::plane || s.c == 0.0)
-            pass_distance<false>(s, b);
-        else
-            pass_distance<true>(s, b);
-        if (s.kind == Kind::asphere) pass_newton(s, o, b);
-        if (o.apertures && s.wall_side != 0) pass_wall(s, b);
-        switch (s.kind) {
-            case Kind::plane: pass_hit<Kind::plane>(s, o, b); break;
-            case Kind::conic: pass_hit<Kind::conic>(s, o, b); break;
-            case Kind::asphere: pass_hit<Kind::asphere>(s, o, b); break;
+ICL_RT_CLONES void trace_block(const Surface* surfaces, const Consts* consts, std::ptrdiff_t n_surfaces,
+                               const Options& o, Block& b) {
+    for (std::ptrdiff_t j = 0; j < n_surfaces; ++j) {
+        const Surface& s = surfaces[j];
+        const Consts& k = consts[j];
+        const bool conic = s.kind != Kind::plane && s.c != 0.0;
+        const bool wall = o.apertures && s.wall_side != 0;
+        if (s.kind == Kind::asphere || wall) {
+            // Newton and the wall test read the local frame from the block: the rotated passes store it.
+            if (conic)
+                pass_distance<true, true>(k, b);
+            else
+                pass_distance<false, true>(k, b);
+            if (s.kind == Kind::asphere) pass_newton(s, o, b);
+            if (wall) pass_wall(s, b);
+            if (s.kind == Kind::asphere)
+                finish<Kind::asphere, true>(s, k, o, b);
+            else if (conic)
+                finish<Kind::conic, true>(s, k, o, b);
+            else
+                finish<Kind::plane, true>(s, k, o, b);
+        } else if (k.rotated) {
+            if (conic) {
+                pass_distance<true, true>(k, b);
+                finish<Kind::conic, true>(s, k, o, b);
+            } else {
+                pass_distance<false, true>(k, b);
+                finish<Kind::plane, true>(s, k, o, b);
+            }
+        } else {
+            if (conic) {
+                pass_distance<true, false>(k, b);
+                finish<Kind::conic, false>(s, k, o, b);
+            } else {
+                pass_distance<false, false>(k, b);
+                finish<Kind::plane, false>(s, k, o, b);
+            }
         }
-        if (s.reflect)
-            pass_refract<true>(s, b);
-        else
-            pass_refract<false>(s, b);
-        if (!o.fresnel) std::fill(b.coef, b.coef + kBlock, 1.0);  // w * 1.0 == w exactly
-        if (o.opl)
-            pass_commit<true>(s, b);
-        else
-            pass_commit<false>(s, b);
     }
 }
 
@@ -341,36 +448,47 @@ void fresnel(double n1, double n2, const double* ci, std::ptrdiff_t count, doubl
 }
 
 void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, ConstRays in, Rays out) {
-    // A thread takes up to 64 consecutive blocks at a time, so that threads write separate stretches of memory,
-    // and at least 4 items per thread when there are enough blocks. A ray's arithmetic does not depend on its
-    // block or item, so this partition does not change any result.
+    // Work items of up to 16 consecutive blocks (threads write separate stretches of memory), at least 8 per
+    // thread when there are enough blocks, handed out in turn to whichever thread is free: a thread slowed by
+    // other work on a shared machine takes fewer. A ray's arithmetic does not depend on its block, item or
+    // thread, so this partition does not change any result.
     const std::ptrdiff_t n_blocks = (in.count + kBlock - 1) / kBlock;
-    const std::ptrdiff_t per_item = std::clamp<std::ptrdiff_t>(n_blocks / (4 * icl::num_threads()), 1, 64);
+    const int nt = icl::workers(n_blocks);
+    const std::ptrdiff_t per_item = std::clamp<std::ptrdiff_t>(n_blocks / (8 * nt), 1, 16);
     const std::ptrdiff_t item_rays = per_item * kBlock;
     const std::ptrdiff_t n_items = (in.count + item_rays - 1) / item_rays;
-    icl::parallel_for(n_items, [&](std::ptrdiff_t item) {
+    std::vector<Consts> consts(static_cast<std::size_t>(n_surfaces));
+    for (std::ptrdiff_t j = 0; j < n_surfaces; ++j) consts[static_cast<std::size_t>(j)] = Consts(surfaces[j], opt);
+    std::atomic<std::ptrdiff_t> next{0};
+    const auto work = [&](int) {
         Block b;
-        const std::ptrdiff_t end = std::min(in.count, (item + 1) * item_rays);
-        for (std::ptrdiff_t lo = item * item_rays; lo < end; lo += kBlock) {
-            const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, end - lo));
-            // One array at a time: contiguous copies (the arrays may alias, in == out is allowed).
-            std::copy_n(in.x + lo, cnt, b.x); std::copy_n(in.y + lo, cnt, b.y); std::copy_n(in.z + lo, cnt, b.z);
-            std::copy_n(in.l + lo, cnt, b.l); std::copy_n(in.m + lo, cnt, b.m); std::copy_n(in.n + lo, cnt, b.n);
-            std::copy_n(in.opl + lo, cnt, b.opl); std::copy_n(in.w + lo, cnt, b.w);
-            std::copy_n(in.flags + lo, cnt, b.flags);
-            // Padding rays of the last block: a fixed valid state, flagged so that nothing is committed.
-            for (int i = cnt; i < kBlock; ++i) {
-                b.x[i] = b.y[i] = b.z[i] = b.l[i] = b.m[i] = b.opl[i] = 0.0;
-                b.n[i] = b.w[i] = 1.0;
-                b.flags[i] = missed;
+        for (std::ptrdiff_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
+            const std::ptrdiff_t end = std::min(in.count, (item + 1) * item_rays);
+            for (std::ptrdiff_t lo = item * item_rays; lo < end; lo += kBlock) {
+                const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, end - lo));
+                // One array at a time: contiguous copies (the arrays may alias, in == out is allowed).
+                std::copy_n(in.x + lo, cnt, b.x); std::copy_n(in.y + lo, cnt, b.y); std::copy_n(in.z + lo, cnt, b.z);
+                std::copy_n(in.l + lo, cnt, b.l); std::copy_n(in.m + lo, cnt, b.m); std::copy_n(in.n + lo, cnt, b.n);
+                std::copy_n(in.opl + lo, cnt, b.opl); std::copy_n(in.w + lo, cnt, b.w);
+                std::copy_n(in.flags + lo, cnt, b.flags);
+                // Padding rays of the last block: a fixed valid state, flagged so that nothing is committed.
+                for (int i = cnt; i < kBlock; ++i) {
+                    b.x[i] = b.y[i] = b.z[i] = b.l[i] = b.m[i] = b.opl[i] = 0.0;
+                    b.n[i] = b.w[i] = 1.0;
+                    b.flags[i] = missed;
+                }
+                trace_block(surfaces, consts.data(), n_surfaces, opt, b);
+                std::copy_n(b.x, cnt, out.x + lo); std::copy_n(b.y, cnt, out.y + lo); std::copy_n(b.z, cnt, out.z + lo);
+                std::copy_n(b.l, cnt, out.l + lo); std::copy_n(b.m, cnt, out.m + lo); std::copy_n(b.n, cnt, out.n + lo);
+                std::copy_n(b.opl, cnt, out.opl + lo); std::copy_n(b.w, cnt, out.w + lo);
+                std::copy_n(b.flags, cnt, out.flags + lo);  // every flag fits in 32 bits
             }
-            trace_block(surfaces, n_surfaces, opt, b);
-            std::copy_n(b.x, cnt, out.x + lo); std::copy_n(b.y, cnt, out.y + lo); std::copy_n(b.z, cnt, out.z + lo);
-            std::copy_n(b.l, cnt, out.l + lo); std::copy_n(b.m, cnt, out.m + lo); std::copy_n(b.n, cnt, out.n + lo);
-            std::copy_n(b.opl, cnt, out.opl + lo); std::copy_n(b.w, cnt, out.w + lo);
-            std::copy_n(b.flags, cnt, out.flags + lo);  // every flag fits in 32 bits
         }
-    });
+    };
+    if (nt <= 1)
+        work(0);
+    else
+        icl::run_parallel(nt, work);
 }
 
 void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& opt, Rays rays) {
