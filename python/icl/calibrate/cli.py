@@ -76,6 +76,13 @@ def _commit() -> str:
     type=click.IntRange(64, 512),
     help="Patient: raster size per axis of the scoring frame.",
 )
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Forensics: local processes for the nuisance fits (the scores do not depend on it).",
+)
 def calibrate(
     track: str,
     release: Path | None,
@@ -86,6 +93,7 @@ def calibrate(
     runs: int,
     per_template: int,
     raster: int,
+    workers: int,
 ) -> None:
     """Run every baseline of TRACK (pro, halo, patient, forensics) and write the calibration report."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -105,7 +113,7 @@ def calibrate(
             context["release"] = DEFAULT_RELEASES[track]
         else:
             context["release"] = _describe(release)
-        table, extra = _run(track, release, work, split, runs, per_template, raster, bar)
+        table, extra = _run(track, release, work, split, runs, per_template, raster, bar, workers)
         context |= extra
         task = bar.add_task(f"{track}: bootstrap", total=replicates)
         cal = core.calibration(table, replicates, progress=lambda k: bar.advance(task))
@@ -168,7 +176,8 @@ def _default_release(track: str, folder: Path, bar) -> Path:
 
 
 def _run(
-    track: str, release: Path, work: Path, split: str | None, runs: int, per_template: int, raster: int, bar
+    track: str, release: Path, work: Path, split: str | None, runs: int, per_template: int, raster: int, bar,
+    workers: int = 1,
 ):
     if track == "halo":
         from icl.calibrate import halo
@@ -188,7 +197,8 @@ def _run(
         from icl.calibrate import forensics
 
         task = bar.add_task("forensics: detectors", total=len(forensics.DETECTORS))
-        table, _ = forensics.run(release, work / "forensics", advance=lambda _n: bar.advance(task))
+        table, _ = forensics.run(release, work / "forensics", advance=lambda _n: bar.advance(task),
+                                 workers=workers)
         return table, {}
     from icl.calibrate import pro
 

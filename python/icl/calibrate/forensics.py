@@ -24,10 +24,15 @@ def run(
     work: str | os.PathLike,
     advance: Callable[[str], None] | None = None,
     detectors: tuple[str, ...] = DETECTORS,
+    workers: int = 1,
 ) -> tuple[Table, dict]:
-    """Score every detector on the release; return the calibration table and the score documents."""
-    from icl.forensics.baseline import fit_scores, load_public, physics_scores, random_scores
+    """Score every detector on the release; return the calibration table and the score documents.
+
+    ``workers`` local processes share the nuisance fits (the scores do not depend on it).
+    """
+    from icl.forensics.baseline import load_public, physics_scores, random_scores
     from icl.forensics.evaluate import evaluate
+    from icl.forensics.fit import fit_scores
     from icl.io import write_json
 
     images, stated = load_public(release)
@@ -38,7 +43,7 @@ def run(
         elif d == "physics":
             sc = physics_scores(images, stated)
         else:
-            sc = fit_scores(images, stated)
+            sc = fit_scores(images, stated, workers=workers)
         path = Path(work) / f"{d}.json"
         write_json(path, {"scores": sc})
         subs[d], docs[d] = sc, evaluate(release, path)

@@ -39,16 +39,29 @@ def forensics_generate(output: Path, seed: int | None, scheduler: str | None, wo
 @click.option(
     "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Submission JSON."
 )
-@click.option("--mode", type=click.Choice(["random", "physics"]), required=True,
-              help="random: seeded random scores; physics: re-render each stated condition and compare.")
+@click.option("--mode", type=click.Choice(["random", "physics", "fit"]), required=True,
+              help="random: seeded random scores (the floor); physics: re-render each stated condition and "
+                   "compare features; fit: fit the tolerance nuisances to each image and score what they "
+                   "cannot explain (the ceiling, 100-300 renders per image).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")
-def forensics_baseline(release: Path, output: Path, mode: str, seed: int) -> None:
-    """Write a reference submission: seeded random scores or the physics-check heuristic."""
+@scheduler_options
+def forensics_baseline(release: Path, output: Path, mode: str, seed: int, scheduler: str | None,
+                       workers: int) -> None:
+    """Write a reference submission: random scores, the physics check or the nuisance-fit detector."""
+    import sys
+
     from icl.forensics.baseline import load_public, physics_scores, random_scores
+    from icl.forensics.fit import fit_scores
     from icl.io import write_json
 
     images, stated = load_public(release)
-    scores = random_scores(list(images), seed) if mode == "random" else physics_scores(images, stated)
+    if mode == "random":
+        scores = random_scores(list(images), seed)
+    elif mode == "physics":
+        scores = physics_scores(images, stated)
+    else:
+        scores = fit_scores(images, stated, progress=sys.stderr.isatty(), scheduler=scheduler,
+                            workers=workers)
     write_json(output, {"scores": scores})
     click.echo(f"{output}: {mode} scores for {len(scores)} images")
 
