@@ -163,3 +163,102 @@ def test_asphere_newton_guard_flags_a_miss():
     out = trace([Step(s, Placement(), 1.0, 1.5)], rays)
     assert out.flags[0] == 0 and out.flags[1] != 0
     assert math.isfinite(out.x[1])
+
+
+def _sphere_longdouble(radius, offset, n1, n2, reflect, rays):
+    """Extended-precision twin of one centred sphere (hit, normal, Snell or mirror, Fresnel weight)."""
+    ld = np.longdouble
+    x, y, z, l, m, n = (a.astype(ld) for a in (rays.x, rays.y, rays.z, rays.l, rays.m, rays.n))
+    c = ld(1) / ld(radius)
+    z = z - ld(offset)
+    a = c * (l * l + m * m + n * n)
+    bh = c * (x * l + y * m + z * n) - n
+    cc = c * (x * x + y * y + z * z) - 2 * z
+    q = -bh + np.copysign(np.sqrt(bh * bh - a * cc), -bh)
+    t = np.minimum(cc / q, q / a)  # both roots ahead: the nearer, on the vertex sheet for these rays
+    hx, hy, hz = x + t * l, y + t * m, z + t * n
+    nv = np.stack([-c * hx, -c * hy, 1 - c * hz])
+    nv = nv / np.sqrt(np.sum(nv * nv, axis=0))
+    ci = l * nv[0] + m * nv[1] + n * nv[2]
+    nv, ci = np.where(ci < 0, -nv, nv), np.abs(ci)
+    mu = ld(n1) / ld(n2)
+    ct = np.sqrt(1 - mu * mu * (1 - ci * ci))
+    rs = (n1 * ci - n2 * ct) / (n1 * ci + n2 * ct)
+    rp = (n2 * ci - n1 * ct) / (n2 * ci + n1 * ct)
+    r = (rs * rs + rp * rp) / 2
+    d = np.stack([l, m, n])
+    if reflect:
+        return d - 2 * ci * nv, r
+    return mu * d + (ct - mu * ci) * nv, 1 - r
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps > 1e-18, reason="needs an extended-precision long double")
+@pytest.mark.parametrize("reflect", [False, True], ids=["refract", "reflect"])
+def test_grazing_incidence_accuracy(reflect):
+    # Axial rays meeting a 1.2 mm sphere ever closer to its rim, q = 1 - (c r)^2 from 0.5 down to 1e-4: the
+    # geometry there is ill-conditioned for any double-precision formula (the discriminant and q cancel), and
+    # the error of the direction and weight grows as 1 / q, to 1e-15 / q at most.
+    radius, offset = 1.2, 0.2
+    q = np.geomspace(1e-4, 0.5, 400)
+    r = radius * np.sqrt(1 - q)
+    phi = np.linspace(0, 2 * np.pi, r.size, endpoint=False)
+    rays = Rays.start(r * np.cos(phi), r * np.sin(phi), -1.0, 0.0, 0.0, 1.0)
+    s = Surface("small", radius, offset=offset, reflect=reflect)
+    out = trace([Step(s, Placement(), 1.0, 1.376)], rays)
+    assert np.all(out.flags == 0)
+    d, w = _sphere_longdouble(radius, offset, 1.0, 1.376, reflect, rays)
+    for got, want in zip((out.l, out.m, out.n, out.w), (*d, w)):
+        assert np.all(np.abs(got - want.astype(float)) <= 1e-15 / q)
+
+
+def test_rotated_and_unrotated_surfaces_agree():
+    # A surface turned by exactly 360 degrees takes the rotated path (sin(2 pi) != 0), the unplaced one the
+    # translation-only path: both must give the same rays to rounding, flags identical.
+    rng = np.random.default_rng(11)
+    rays = random_rays(rng, 3000, spread=2.5, tilt=0.3)
+    rays.flags[::13] = CLIPPED
+    for surf in (SURFACES[0], SURFACES[3], SURFACES[2]):
+        for reflect in (False, True):
+            s = Surface(surf.name, surf.radius, surf.conic, surf.asphere, offset=0.3, aperture=(0.2, 2.0),
+                        reflect=reflect)
+            plain = trace([Step(s, Placement(z=0.1), 1.0, 1.45)], rays)
+            turned = trace([Step(s, Placement(z=0.1, rotation_deg=360.0), 1.0, 1.45)], rays)
+            assert np.array_equal(plain.flags, turned.flags)
+            for a, b in zip(plain.arrays()[:8], turned.arrays()[:8]):
+                np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+
+
+def test_mirror_under_total_reflection_keeps_the_weight():
+    # Dense to rare: the steep ray is totally reflected (weight unchanged), the normal one takes R.
+    rays = Rays.start([0.0, 0.5], 0.0, -1.0, [0.9, 0.0], 0.0, [0.3, 1.0], w=[0.7, 0.7])
+    s = Surface("mirror", reflect=True)
+    out = trace([Step(s, Placement(), 1.45, 1.0)], rays)
+    assert list(out.flags) == [0, 0]
+    assert out.w[0] == 0.7
+    assert out.w[1] == pytest.approx(0.7 * ((1.45 - 1.0) / 2.45) ** 2, rel=1e-14)
+    np.testing.assert_allclose([out.l[0], out.n[0]], [rays.l[0], -rays.n[0]], rtol=1e-15)
+
+
+def test_threads_and_work_items_do_not_change_results():
+    # Items are handed to whichever thread is free: results must not depend on it, for every pass (rotated,
+    # walled, asphere, mirror), a count that is no multiple of the block and rays stopped before the trace.
+    rng = np.random.default_rng(3)
+    rays = random_rays(rng, 100_003, spread=2.0, tilt=0.2)
+    rays.flags[rng.random(rays.x.size) < 0.1] = CLIPPED
+    pl = Placement(0.1, -0.05, 0.0, 1.5, -0.5, 20.0)
+    steps = [Step(SURFACES[3], pl, 1.0, 1.38),
+             Step(Surface("hole", 10.0, wall=(0.18, -1), offset=0.4), pl, 1.38, 1.45),
+             Step(SURFACES[5].flipped(offset=0.9), Placement(z=0.1), 1.45, 1.33),
+             Step(Surface("back", -8.0, offset=3.0, reflect=True), Placement(), 1.33, 1.0)]
+    old = core.num_threads()
+    try:
+        core.set_num_threads(1)
+        a = trace(steps, rays)
+        core.set_num_threads(2)
+        b = trace(steps, rays)
+        c = trace(steps, rays.copy(), in_place=True)
+    finally:
+        core.set_num_threads(old)
+    assert np.count_nonzero(a.flags == 0) > 1000 and np.count_nonzero(a.flags == WALL) > 100
+    for x, y, z in zip(a.arrays(), b.arrays(), c.arrays()):
+        assert np.array_equal(x, y, equal_nan=True) and np.array_equal(x, z, equal_nan=True)
