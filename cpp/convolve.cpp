@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <complex>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "common.hpp"
@@ -30,6 +31,9 @@ ICL_CLONES void axpy(double t, const double* src, double* dst, std::ptrdiff_t n)
 typedef double V2 __attribute__((vector_size(16)));
 typedef double V4 __attribute__((vector_size(32)));
 typedef double V8 __attribute__((vector_size(64)));
+typedef float F4 __attribute__((vector_size(16)));
+typedef float F8 __attribute__((vector_size(32)));
+typedef float F16 __attribute__((vector_size(64)));
 
 namespace {
 
@@ -37,15 +41,14 @@ namespace {
 // term, as a zero-filled dst followed by one axpy per tap, but each output is stored once. Four vectors of
 // outputs are summed at a time: four independent chains of additions keep the adder busy (one chain would wait
 // for each addition's result).
-template <class V, class Src>
-[[gnu::always_inline]] inline void tap_sum_v(const double* taps, Src src, std::ptrdiff_t ntaps, double* dst,
-                                             std::ptrdiff_t n) {
-    constexpr std::ptrdiff_t L = sizeof(V) / sizeof(double);
+template <class V, class T, class Src>
+[[gnu::always_inline]] inline void tap_sum_v(const T* taps, Src src, std::ptrdiff_t ntaps, T* dst, std::ptrdiff_t n) {
+    constexpr std::ptrdiff_t L = sizeof(V) / sizeof(T);
     std::ptrdiff_t j = 0;
     for (; j + 4 * L <= n; j += 4 * L) {
         V a0 = {}, a1 = {}, a2 = {}, a3 = {};
         for (std::ptrdiff_t k = 0; k < ntaps; ++k) {
-            const double* r = src(k) + j;
+            const T* r = src(k) + j;
             V v0, v1, v2, v3;
             std::memcpy(&v0, r, sizeof v0);
             std::memcpy(&v1, r + L, sizeof v1);
@@ -71,22 +74,21 @@ template <class V, class Src>
         std::memcpy(dst + j, &acc, sizeof acc);
     }
     for (; j < n; ++j) {
-        double acc = 0.0;
+        T acc = 0;
         for (std::ptrdiff_t k = 0; k < ntaps; ++k) acc += taps[k] * src(k)[j];
         dst[j] = acc;
     }
 }
 
-template <class V>
-[[gnu::always_inline]] inline void sum_rows_v(const double* taps, const double* const* src, std::ptrdiff_t ntaps,
-                                          double* dst, std::ptrdiff_t n) {
+template <class V, class T>
+[[gnu::always_inline]] inline void sum_rows_v(const T* taps, const T* const* src, std::ptrdiff_t ntaps, T* dst,
+                                              std::ptrdiff_t n) {
     tap_sum_v<V>(taps, [src](std::ptrdiff_t k) { return src[k]; }, ntaps, dst, n);
 }
 
 // src(k) = row + k: a filter along the row.
-template <class V>
-[[gnu::always_inline]] inline void fir_v(const double* taps, std::ptrdiff_t ntaps, const double* row, double* dst,
-                                         std::ptrdiff_t n) {
+template <class V, class T>
+[[gnu::always_inline]] inline void fir_v(const T* taps, std::ptrdiff_t ntaps, const T* row, T* dst, std::ptrdiff_t n) {
     tap_sum_v<V>(taps, [row](std::ptrdiff_t k) { return row + k; }, ntaps, dst, n);
 }
 
@@ -94,23 +96,43 @@ template <class V>
 
 // One version per vector width (GCC function multi-versioning, dispatched at load time like ICL_CLONES).
 #ifdef ICL_MULTIVERSION
-#define ICL_PER_WIDTH(ret, name, params, args)                                      \
-    __attribute__((target("avx512f"))) ret name params { return name##_v<V8> args; } \
-    __attribute__((target("avx2"))) ret name params { return name##_v<V4> args; }     \
-    __attribute__((target("default"))) ret name params { return name##_v<V2> args; }
+#define ICL_PER_WIDTH(ret, name, impl, W512, W256, W128, params, args)              \
+    __attribute__((target("avx512f"))) ret name params { return impl<W512> args; } \
+    __attribute__((target("avx2"))) ret name params { return impl<W256> args; }    \
+    __attribute__((target("default"))) ret name params { return impl<W128> args; }
 #else
-#define ICL_PER_WIDTH(ret, name, params, args) \
-    ret name params { return name##_v<V2> args; }
+#define ICL_PER_WIDTH(ret, name, impl, W512, W256, W128, params, args) \
+    ret name params { return impl<W128> args; }
 #endif
 
-ICL_PER_WIDTH(void, sum_rows, (const double* taps, const double* const* src, std::ptrdiff_t ntaps, double* dst,
-                           std::ptrdiff_t n),
+ICL_PER_WIDTH(void, sum_rows, sum_rows_v, V8, V4, V2,
+              (const double* taps, const double* const* src, std::ptrdiff_t ntaps, double* dst, std::ptrdiff_t n),
               (taps, src, ntaps, dst, n))
 
 namespace {
 
-ICL_PER_WIDTH(void, fir, (const double* taps, std::ptrdiff_t ntaps, const double* row, double* dst, std::ptrdiff_t n),
+ICL_PER_WIDTH(void, fir, fir_v, V8, V4, V2,
+              (const double* taps, std::ptrdiff_t ntaps, const double* row, double* dst, std::ptrdiff_t n),
               (taps, ntaps, row, dst, n))
+// The same in single precision (16 lanes a register on AVX-512).
+ICL_PER_WIDTH(void, sum_rows_f, sum_rows_v, F16, F8, F4,
+              (const float* taps, const float* const* src, std::ptrdiff_t ntaps, float* dst, std::ptrdiff_t n),
+              (taps, src, ntaps, dst, n))
+ICL_PER_WIDTH(void, fir_f, fir_v, F16, F8, F4,
+              (const float* taps, std::ptrdiff_t ntaps, const float* row, float* dst, std::ptrdiff_t n),
+              (taps, ntaps, row, dst, n))
+inline void tap_rows(const double* t, const double* const* s, std::ptrdiff_t k, double* d, std::ptrdiff_t n) {
+    sum_rows(t, s, k, d, n);
+}
+inline void tap_rows(const float* t, const float* const* s, std::ptrdiff_t k, float* d, std::ptrdiff_t n) {
+    sum_rows_f(t, s, k, d, n);
+}
+inline void tap_row(const double* t, std::ptrdiff_t k, const double* r, double* d, std::ptrdiff_t n) {
+    fir(t, k, r, d, n);
+}
+inline void tap_row(const float* t, std::ptrdiff_t k, const float* r, float* d, std::ptrdiff_t n) {
+    fir_f(t, k, r, d, n);
+}
 
 // Sum of v[0..n) on eight lanes (lane l takes v[l], v[l + 8], ...), the lanes then added in order: the same
 // bits in every clone and for any thread count.
@@ -138,24 +160,29 @@ ICL_CLONES double sum_squares(const double* v, std::ptrdiff_t n) {
     return total;
 }
 
-void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
-                     const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
-                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* copy,
-                     double* row_sums) {
+namespace {
+
+// place_polyphase with the samples, taps and partial sums in T (double, or float for the single-precision
+// placement); the flux scale, the output, its copy and the row sums in double.
+template <class T>
+void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T* ty, std::ptrdiff_t nty, const T* tx,
+                       std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0, std::ptrdiff_t q,
+                       std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* copy,
+                       double* row_sums) {
     const std::ptrdiff_t cmin = *std::min_element(c0, c0 + q), cmax = *std::max_element(c0, c0 + q);
     const std::ptrdiff_t per_phase = (n1 + q - 1) / q;
     const std::ptrdiff_t w = per_phase + ntx - 1 + (cmax - cmin);  // s columns cmin .. cmin + w
     const std::ptrdiff_t q_lo = std::max<std::ptrdiff_t>(0, -cmin), q_hi = std::min<std::ptrdiff_t>(w, s1 - cmin);
     // Scratch rows per worker, reused for all its output rows.
     const int nw = workers(n0);
-    std::vector<std::vector<double>> tmps(nw, std::vector<double>(static_cast<std::size_t>(w)));
-    std::vector<std::vector<double>> accs(nw, std::vector<double>(static_cast<std::size_t>(per_phase)));
-    std::vector<std::vector<const double*>> rows(nw, std::vector<const double*>(static_cast<std::size_t>(nty)));
-    std::vector<std::vector<double>> taps(nw, std::vector<double>(static_cast<std::size_t>(nty)));
+    std::vector<std::vector<T>> tmps(nw, std::vector<T>(static_cast<std::size_t>(w)));
+    std::vector<std::vector<T>> accs(nw, std::vector<T>(static_cast<std::size_t>(per_phase)));
+    std::vector<std::vector<const T*>> rows(nw, std::vector<const T*>(static_cast<std::size_t>(nty)));
+    std::vector<std::vector<T>> taps(nw, std::vector<T>(static_cast<std::size_t>(nty)));
     parallel_for_worker(n0, [&](std::ptrdiff_t i, int t) {
         const std::ptrdiff_t py = i % q, l = i / q;
-        std::vector<double>& tmp = tmps[t];
-        std::vector<double>& acc = accs[t];
+        std::vector<T>& tmp = tmps[t];
+        std::vector<T>& acc = accs[t];
         // Along y: the sample rows inside s (rows outside add nothing), columns inside s.
         std::ptrdiff_t na = 0;
         for (std::ptrdiff_t a = 0; a < nty; ++a) {
@@ -164,19 +191,37 @@ void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
             rows[t][na] = s + sr * s1 + cmin + q_lo;
             taps[t][na++] = ty[py * nty + a];
         }
-        std::fill(tmp.begin(), tmp.end(), 0.0);
-        if (q_hi > q_lo) sum_rows(taps[t].data(), rows[t].data(), na, tmp.data() + q_lo, q_hi - q_lo);
+        std::fill(tmp.begin(), tmp.end(), T(0));
+        if (q_hi > q_lo) tap_rows(taps[t].data(), rows[t].data(), na, tmp.data() + q_lo, q_hi - q_lo);
         // Along x, phase by phase, interleaved into the output row.
         double* o = out + i * n1;
         for (std::ptrdiff_t px = 0; px < q; ++px) {
             const std::ptrdiff_t m = (n1 - px + q - 1) / q;  // output columns of this phase
-            fir(tx + px * ntx, ntx, tmp.data() + (c0[px] - cmin), acc.data(), m);
-            for (std::ptrdiff_t k = 0; k < m; ++k) o[px + k * q] = acc[k] * scale;
+            tap_row(tx + px * ntx, ntx, tmp.data() + (c0[px] - cmin), acc.data(), m);
+            for (std::ptrdiff_t k = 0; k < m; ++k) o[px + k * q] = static_cast<double>(acc[k]) * scale;
         }
         // While the row is in cache: its copy and its sum.
         if (copy) std::copy(o, o + n1, copy + i * n1);
         if (row_sums) row_sums[i] = lane_sum(o, n1);
     });
+}
+
+}  // namespace
+
+void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
+                     const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
+                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* copy,
+                     double* row_sums, bool single) {
+    if (!single) {
+        place_polyphase_t(s, s0, s1, ty, nty, tx, ntx, r0, c0, q, n0, n1, scale, out, copy, row_sums);
+        return;
+    }
+    // Samples and taps rounded to float once (each to nearest); the sums run on twice the lanes.
+    std::unique_ptr<float[]> sf(new float[static_cast<std::size_t>(s0 * s1)]);
+    parallel_for(s0, [&](std::ptrdiff_t i) { std::copy(s + i * s1, s + (i + 1) * s1, sf.get() + i * s1); });
+    const std::vector<float> tyf(ty, ty + q * nty), txf(tx, tx + q * ntx);
+    place_polyphase_t(sf.get(), s0, s1, tyf.data(), nty, txf.data(), ntx, r0, c0, q, n0, n1, scale, out, copy,
+                      row_sums);
 }
 
 void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,

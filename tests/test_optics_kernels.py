@@ -273,6 +273,28 @@ def test_one_source_render_scene_is_its_own_array_and_the_ledger_sums_it():
     assert res.components[0, 0, 0] != res.scene[0, 0]
 
 
+def test_place_polyphase_in_single_precision_is_close_and_deterministic():
+    # single=True: samples, taps and the filter sums in float (twice the lanes), the scale and the image in
+    # double. Within float rounding of the double placement, and the same bits for 1 and 2 threads.
+    rng = np.random.default_rng(11)
+    s = rng.random((90, 100))
+    ty, tx = rng.normal(size=(2, 18)), rng.normal(size=(2, 17))
+    r0, c0 = np.array([-3, 2]), np.array([1, -4])
+    double = _core.place_polyphase(s, ty, tx, r0, c0, 150, 161, 2.5)
+    before = _core.num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            _core.set_num_threads(threads)
+            runs.append(_core.place_polyphase(s, ty, tx, r0, c0, 150, 161, 2.5, single=True))
+    finally:
+        _core.set_num_threads(before)
+    assert np.array_equal(runs[0], runs[1]) and runs[0].dtype == np.float64
+    scale = np.abs(ty).sum(axis=1).max() * np.abs(tx).sum(axis=1).max() * 2.5  # bound on |terms| per pixel
+    assert np.abs(runs[0] - double).max() <= 1e-6 * scale
+    assert not np.array_equal(runs[0], double)  # the float path really ran
+
+
 def test_field_energy_is_the_sum_of_squared_magnitudes():
     # The far-field engine's Parseval total (grid_energy) from the C++ lane sum; odd sizes take the tail path.
     rng = np.random.default_rng(10)

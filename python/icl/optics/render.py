@@ -246,7 +246,8 @@ def place(
                 offsets.append(math.floor(c) - (t.size - 1) // 2 + s // 2)
             tables.append((np.stack(taps), np.array(offsets, dtype=np.intp)))
         (ty, r0), (tx, c0) = tables
-        return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out, copy, row_sums)
+        return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out, copy, row_sums,
+                                    sampling.single_precision_placement)
     fx, fy = math.floor(base_x), math.floor(base_y)
     kern, k2 = disk_kernel(base_y - fy, base_x - fx, source.extent.diameter_arcmin / step, band, tol)
     img = core.convolve_linear(samples, kern, fy + k2 + s // 2, fx + k2 + s // 2, n, n)
@@ -345,6 +346,7 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
             "fft_factor": sampling.fft_factor,
             "tap_tolerance": sampling.tap_tolerance,
             "single_precision_fft": sampling.single_precision_fft,
+            "single_precision_placement": sampling.single_precision_placement,
             "wavelengths_nm": used,
         },
     )

@@ -61,6 +61,10 @@ class Sampling:
         transforms stay in double; a full period, as for the MTF, is always double): several times faster;
         the intensity changes by about 1e-7 of its peak, 1e-7 in relative L1 and 2e-6 relative in the
         faintest wings at 30 arcmin (docs/performance.md).
+    single_precision_placement : bool
+        Pixel integration of point sources with the samples, taps and filter sums in single precision (the
+        flux scale and the image in double): about 1.5 times faster, about 1e-7 relative per pixel
+        (``bench/precision.py``). Off by default; on in :meth:`fast`.
 
     """
 
@@ -70,20 +74,22 @@ class Sampling:
     support_arcmin: float | None = None
     tap_tolerance: float = 1e-10
     single_precision_fft: bool = True
+    single_precision_placement: bool = False
 
     @classmethod
     def fast(cls) -> Sampling:
         """Coarser settings for images that need a relative L1 error of 1e-3 rather than the defaults' 1e-6.
 
         The FFT period 1.5 times the support window with no floor of its own (``min_period_arcmin`` 0), at
-        least 128 pupil samples across the diameter, pixel-integration taps exact to 1e-6 on the band (16
-        taps instead of 28 at the reference problem's band). The window stays inside the edge filter's band,
-        so the aperture coverages are still filtered. Measured errors are in docs/convergence.md (rows
+        least 128 pupil samples across the diameter, pixel-integration taps exact to 1e-6 on the band (16 to
+        18 taps instead of 28 at the reference problem's band), summed in single precision. The window stays
+        inside the edge filter's band, so the aperture coverages are still filtered. Measured errors are in docs/convergence.md (rows
         ``fast``; ``bench/convergence.py``): at most 1.3e-5 in full-image L1 and 1.6e-4 in halo-region L1 on
         the convergence cases, 1.7e-5 against the analytic Airy pattern at 1024 x 1024 (the defaults: 3.2e-6).
         The defaults stay what releases and references use.
         """
-        return cls(fft_factor=1.5, min_period_arcmin=0.0, min_pupil_samples=128, tap_tolerance=1e-6)
+        return cls(fft_factor=1.5, min_period_arcmin=0.0, min_pupil_samples=128, tap_tolerance=1e-6,
+                   single_precision_placement=True)
 
 
 def taper(f: np.ndarray, xb: float) -> np.ndarray:
