@@ -83,10 +83,10 @@ class Sampling:
         The FFT period 1.5 times the support window with no floor of its own (``min_period_arcmin`` 0), at
         least 128 pupil samples across the diameter, pixel-integration taps exact to 1e-6 on the band (16 to
         18 taps instead of 28 at the reference problem's band), summed in single precision. The window stays
-        inside the edge filter's band, so the aperture coverages are still filtered. Measured errors are in docs/convergence.md (rows
-        ``fast``; ``bench/convergence.py``): at most 1.3e-5 in full-image L1 and 1.6e-4 in halo-region L1 on
-        the convergence cases, 1.7e-5 against the analytic Airy pattern at 1024 x 1024 (the defaults: 3.2e-6).
-        The defaults stay what releases and references use.
+        inside the edge filter's band, so the aperture coverages are still filtered. Measured errors are in
+        docs/convergence.md (rows ``fast``; ``bench/convergence.py``): at most 1.3e-5 in full-image L1 and
+        1.6e-4 in halo-region L1 on the convergence cases, 1.7e-5 against the analytic Airy pattern at
+        1024 x 1024 (the defaults: 3.2e-6). The defaults stay what releases and references use.
         """
         return cls(fft_factor=1.5, min_period_arcmin=0.0, min_pupil_samples=128, tap_tolerance=1e-6,
                    single_precision_placement=True)
