@@ -234,6 +234,11 @@ def _canvas() -> Canvas:
     return Canvas()
 
 
+def prepare_canvas() -> None:
+    """Build this process's canvas (and import matplotlib) ahead of its first figure."""
+    _canvas()
+
+
 def _title(ax, title: str) -> None:
     # An explicit y keeps matplotlib from measuring every tick label to place the title; the ticks are
     # below the axes, so the title sits where it would anyway.

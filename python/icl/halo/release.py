@@ -8,6 +8,7 @@ key kept in ``private/release.key``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -328,6 +329,40 @@ def split_paths(split: str) -> tuple[str, str]:
     raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
 
 
+def _write_split(
+    out: Path, name: str, cases: list[HaloCase], refs: dict, research: list[ResearchCard], axis: np.ndarray
+) -> dict:
+    """Write a split's references and public case file; return its manifest entry."""
+    public, private = split_paths(name)
+    for case in cases:
+        for cond in case.conditions:
+            ref = refs[cond.id]
+            write_npz(
+                out / private / f"{cond.id}.npz",
+                components=ref.result.components,
+                scene=ref.result.scene,
+                angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
+                x_arcmin=ref.result.x_arcmin,
+                y_arcmin=ref.result.y_arcmin,
+            )
+            atomic_write_bytes(out / private / f"{cond.id}.json", record_json(ref.record))
+    write_json(out / public, public_document(cases, research, axis))
+    return {"public": public, "private": private, "cases": [c.id for c in cases]}
+
+
+@contextlib.contextmanager
+def _background_process():
+    """One spawned worker process (no fork of a threaded parent); pending work is dropped on an error."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def generate(
     output: str | Path,
     gallery: bool = True,
@@ -362,6 +397,7 @@ def generate(
         The development split does not depend on the key.
 
     """
+    from icl.halo.gallery import case_figure, prepare_canvas, write_gallery
     from icl.parallel import run_tasks
 
     if key is None:
@@ -372,57 +408,55 @@ def generate(
     cases, research = load_cases(cases_directory)
     test = build_test_split(cases, key, test_variants)
     splits = {"dev": cases, "test": test} if test else {"dev": cases}
-    conds = [c for split in splits.values() for case in split for c in case.conditions]
-    results = run_tasks(
-        build_reference,
-        conds,
-        scheduler=scheduler,
-        workers=workers,
-        description="render conditions",
-        quiet=not progress,
-    )
-    refs: dict[str, Reference] = dict(zip((c.id for c in conds), results, strict=True))
-    axis = results[0].result.x_arcmin
-    manifest_splits = {}
-    for name, split_cases in splits.items():
-        public, private = split_paths(name)
-        for case in split_cases:
-            for cond in case.conditions:
-                ref = refs[cond.id]
-                write_npz(
-                    out / private / f"{cond.id}.npz",
-                    components=ref.result.components,
-                    scene=ref.result.scene,
-                    angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
-                    x_arcmin=ref.result.x_arcmin,
-                    y_arcmin=ref.result.y_arcmin,
+    refs: dict[str, Reference] = {}
+    with contextlib.ExitStack() as stack:
+        # Locally the gallery is drawn in one background process while the test split renders and the
+        # files are written: matplotlib is Python-bound, the references mostly C++ on their own threads.
+        drawer = stack.enter_context(_background_process()) if gallery and scheduler is None else None
+        if drawer:
+            drawer.submit(prepare_canvas)  # imports matplotlib while the development split renders
+        for name, split_cases in splits.items():
+            conds = [c for case in split_cases for c in case.conditions]
+            results = run_tasks(
+                build_reference,
+                conds,
+                scheduler=scheduler,
+                workers=workers,
+                description=f"render {name} conditions",
+                quiet=not progress,
+            )
+            refs.update(zip((c.id for c in conds), results, strict=True))
+            if name == "dev":
+                tasks = [(case, {c.id: refs[c.id] for c in case.conditions}) for case in cases]
+                drawing = [drawer.submit(case_figure, t) for t in tasks] if drawer else None
+        axis = refs[cases[0].conditions[0].id].result.x_arcmin
+        manifest_splits = {
+            name: _write_split(out, name, split_cases, refs, research if name == "dev" else [], axis)
+            for name, split_cases in splits.items()
+        }
+        if test:
+            manifest_splits["test"]["variants_per_case"] = test_variants
+        atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
+        write_key(out, key)
+        if gallery:
+            if drawing is not None:
+                figures = [f.result() for f in drawing]
+            else:
+                figures = run_tasks(
+                    case_figure,
+                    tasks,
+                    scheduler=scheduler,
+                    workers=workers,
+                    description="draw gallery",
+                    quiet=not progress,
                 )
-                atomic_write_bytes(out / private / f"{cond.id}.json", record_json(ref.record))
-        write_json(out / public, public_document(split_cases, research if name == "dev" else [], axis))
-        manifest_splits[name] = {"public": public, "private": private, "cases": [c.id for c in split_cases]}
-    if test:
-        manifest_splits["test"]["variants_per_case"] = test_variants
-    atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
-    write_key(out, key)
-    if gallery:
-        from icl.halo.gallery import case_figure, write_gallery
-
-        tasks = [(case, {c.id: refs[c.id] for c in case.conditions}) for case in cases]
-        figures = run_tasks(
-            case_figure,
-            tasks,
-            scheduler=scheduler,
-            workers=workers,
-            description="draw gallery",
-            quiet=not progress,
-        )
-        write_gallery(
-            out / "gallery",
-            cases,
-            {case.id: png for case, (png, _) in zip(cases, figures, strict=True)},
-            refs,
-            {case.id: geo for case, (_, geo) in zip(cases, figures, strict=True)},
-        )
+            write_gallery(
+                out / "gallery",
+                cases,
+                {case.id: png for case, (png, _) in zip(cases, figures, strict=True)},
+                refs,
+                {case.id: geo for case, (_, geo) in zip(cases, figures, strict=True)},
+            )
     return write_manifest(
         out,
         {

@@ -1,0 +1,145 @@
+"""Whole commands timed as a user runs them: wall time, CPU time (user + sys) and peak memory of each process.
+
+Commands (each a fresh ``icl`` process, output into a temporary folder):
+
+- ``generate``: ``icl halo-generate --seed 1`` (the release with its gallery);
+- ``generate-no-gallery``: the same with ``--no-gallery``;
+- ``evaluate``: ``icl halo-evaluate`` of a submission equal to the references (development split; the
+  release and the submission are made once before the rounds).
+
+They run in interleaved rounds (A B C A B C ...), so that the load of a shared machine hits all of them
+alike; the table gives medians and minima over the rounds and the 1-minute load average before and after
+each command. CPU time (from the child's own resource usage, its worker processes included) is distorted
+less by other jobs than wall time: a busy machine shares its cores, but a process is charged only while
+it runs.
+
+Run: python bench/commands.py [--rounds 5] [--commands generate,evaluate] [--workers 1]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ICL = [sys.executable, "-m", "icl.cli"]
+
+
+def run(argv: list[str]) -> dict:
+    """Run one command; return its wall time, CPU time (user, sys, of it and its children) and peak RSS."""
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
+    return {
+        "wall": wall,
+        "user": usage.ru_utime,
+        "sys": usage.ru_stime,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "load": (load0, os.getloadavg()[0]),
+    }
+
+
+def commands(work: Path, workers: int) -> dict[str, callable]:
+    """The timed commands; each call writes into a fresh folder under ``work``."""
+    counter = iter(range(10**6))
+    extra = ["--workers", str(workers)] if workers > 1 else []
+
+    def generate(*flags):
+        return lambda: (
+            ICL
+            + ["halo-generate", "--output", str(work / f"r{next(counter)}"), "--seed", "1", *extra, *flags]
+        )
+
+    release, submission = work / "release", work / "submission"
+    return {
+        "generate": generate(),
+        "generate-no-gallery": generate("--no-gallery"),
+        "evaluate": lambda: (
+            ICL
+            + [
+                "halo-evaluate",
+                "--release",
+                str(release),
+                "--submission",
+                str(submission),
+                "--output",
+                str(work / f"score{next(counter)}.json"),
+            ]
+        ),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--commands", default="generate,generate-no-gallery,evaluate")
+    ap.add_argument("--workers", type=int, default=1, help="--workers of halo-generate")
+    args = ap.parse_args()
+    names = args.commands.split(",")
+    with tempfile.TemporaryDirectory(prefix="icl-bench-commands-") as tmp:
+        work = Path(tmp)
+        table = commands(work, args.workers)
+        unknown = set(names) - set(table)
+        if unknown:
+            raise SystemExit(f"unknown commands {sorted(unknown)}; choose from {sorted(table)}")
+        if "evaluate" in names:
+            subprocess.run(
+                ICL + ["halo-generate", "--output", str(work / "release"), "--seed", "1", "--no-gallery"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            subprocess.run(
+                ICL
+                + [
+                    "halo-baseline",
+                    "--release",
+                    str(work / "release"),
+                    "--output",
+                    str(work / "submission"),
+                    "--mode",
+                    "reference",
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        print(
+            f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+            + ", ".join(f"{v:.2f}" for v in os.getloadavg()),
+            flush=True,
+        )
+        results: dict[str, list[dict]] = {n: [] for n in names}
+        for r in range(args.rounds):
+            for name in names:
+                res = run(table[name]())
+                results[name].append(res)
+                print(
+                    f"round {r + 1} {name:20s} wall {res['wall']:6.2f} s  "
+                    f"cpu {res['user'] + res['sys']:6.2f} s "
+                    f"(user {res['user']:.2f}, sys {res['sys']:.2f})  rss {res['rss_mb']:5.0f} MB  "
+                    f"load {res['load'][0]:.2f} / {res['load'][1]:.2f}",
+                    flush=True,
+                )
+    print("\n| command | wall median (min) | CPU user+sys median (min) | peak RSS | load range |")
+    print("|---|---|---|---|---|")
+    for name, rs in results.items():
+        wall = [x["wall"] for x in rs]
+        cpu = [x["user"] + x["sys"] for x in rs]
+        loads = [v for x in rs for v in x["load"]]
+        print(
+            f"| {name} | {statistics.median(wall):.1f} s ({min(wall):.1f}) | {statistics.median(cpu):.1f} s "
+            f"({min(cpu):.1f}) | {max(x['rss_mb'] for x in rs):.0f} MB | {min(loads):.2f}-{max(loads):.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
