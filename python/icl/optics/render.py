@@ -236,16 +236,7 @@ def place(
         img = img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
         return _copy_and_sum(img, copy, row_sums)
     if source.extent.kind == "point":
-        tables = []
-        for base in (base_y, base_x):
-            taps, offsets = [], []
-            for phi in range(q):
-                c = (phi + base) / q
-                t = pixel_taps(c - math.floor(c), band, tol, q)
-                taps.append(t)
-                offsets.append(math.floor(c) - (t.size - 1) // 2 + s // 2)
-            tables.append((np.stack(taps), np.array(offsets, dtype=np.intp)))
-        (ty, r0), (tx, c0) = tables
+        (ty, r0), (tx, c0) = (_tap_table(base, band, tol, q, s) for base in (base_y, base_x))
         return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out, copy, row_sums,
                                     sampling.single_precision_placement)
     fx, fy = math.floor(base_x), math.floor(base_y)
@@ -253,6 +244,23 @@ def place(
     img = core.convolve_linear(samples, kern, fy + k2 + s // 2, fx + k2 + s // 2, n, n)
     img = img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
     return _copy_and_sum(img, copy, row_sums)
+
+
+@lru_cache(maxsize=256)
+def _tap_table(base: float, band: float, tol: float, q: int, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """Polyphase taps (q, taps) and first sample indices (q,) along one axis whose pixel 0 sits ``base``
+    pixels from the source, for samples q pixels apart on a window of ``s`` (cached: renders of one scene
+    share them)."""
+    taps, offsets = [], []
+    for phi in range(q):
+        c = (phi + base) / q
+        t = pixel_taps(c - math.floor(c), band, tol, q)
+        taps.append(t)
+        offsets.append(math.floor(c) - (t.size - 1) // 2 + s // 2)
+    table, first = np.stack(taps), np.array(offsets, dtype=np.intp)
+    table.setflags(write=False)
+    first.setflags(write=False)
+    return table, first
 
 
 def _copy_and_sum(img: np.ndarray, copy: np.ndarray | None, row_sums: np.ndarray | None) -> np.ndarray:
@@ -311,7 +319,8 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
             weighted = parts[0][0].samples
         else:
             weighted = sum(w * ps.samples for ps, w in parts)
-        if src.flux != 0.0 and np.any(weighted):
+        # Nothing to place when no weighted wavelength carries energy (placing zeros would give zeros).
+        if src.flux != 0.0 and any(w != 0.0 and ps.grid_energy > 0.0 for ps, w in parts):
             samples = np.asarray(weighted, dtype=float)
             place(samples, src, scene, band, sampling, q, scale=src.flux, out=comps[i], copy=scene_sum,
                   row_sums=row_sums)
