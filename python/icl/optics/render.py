@@ -248,9 +248,11 @@ def place(
 
 @lru_cache(maxsize=256)
 def _tap_table(base: float, band: float, tol: float, q: int, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """Polyphase taps (q, taps) and first sample indices (q,) along one axis whose pixel 0 sits ``base``
-    pixels from the source, for samples q pixels apart on a window of ``s`` (cached: renders of one scene
-    share them)."""
+    """Polyphase taps (q, taps) and first sample indices (q,) along one axis.
+
+    Pixel 0 sits ``base`` pixels from the source; samples are q pixels apart on a window of ``s``. Cached:
+    renders of one scene share them.
+    """
     taps, offsets = [], []
     for phi in range(q):
         c = (phi + base) / q
