@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from icl.forensics.cli import forensics_baseline
-from icl.forensics.fit import anomaly, fit_nuisances, nuisance_scene, twin
-from icl.forensics.generate import NOISE_SIGMA, _draw_scene, _with, render_scene, true_scene
+from icl.forensics.fit import anomaly, fit_nuisances, nuisance_scene, probes, twin
+from icl.forensics.generate import NOISE_SIGMA, _draw_scene, _fold, _with, render_scene, true_scene
 from icl.io import load_json, write_json, write_npz
 from scipy.ndimage import gaussian_filter
 
@@ -52,6 +52,9 @@ def test_the_smallest_planted_bloom_is_flagged(genuine):
     fit = fit_nuisances(bloom + np.random.default_rng(8).normal(0.0, NOISE_SIGMA, clean.shape), stated)
     # No pupil, defocus or cylinder puts that light where the blur does: chi2 stays far above the noise.
     assert fit["chi2"] > 10.0 and fit["anomaly"] > 1.0
+    # The energy probe (light moved into a blur of the render) explains what the nuisances leave.
+    p = probes(bloom, stated, fit)
+    assert p["energy"] > 0.9 and p["energy"] == max(p.values())
 
 
 def test_twin_aberration_is_the_same_core_without_a_hole():
@@ -96,3 +99,23 @@ def test_fit_mode_through_the_cli(genuine, tmp_path):
     scores = load_json(sub)["scores"]
     assert scores["img_001"]["NH"] > 0.5 > 0.05 > scores["img_000"]["NH"]
     assert scores["img_001"]["SPL"] == scores["img_001"]["NH"]
+
+
+@pytest.mark.parametrize("kind", ["energy", "sampling", "path"])
+def test_each_probe_names_its_forgery(kind):
+    # At known nuisances, a bloom, a folded tail (a too-short FFT period) and a blend of the stated hole
+    # with a black one are each explained by their own probe and hardly by the others.
+    stated = _stated(5)
+    u = np.array([0.3, -0.4, 0.2, 0.5, 0.6, -0.3])
+    scene = nuisance_scene(stated, u)
+    clean = render_scene(scene)
+    if kind == "energy":
+        forged = 0.99 * clean + 0.01 * gaussian_filter(clean, 2.0, mode="constant")
+    elif kind == "sampling":
+        forged = _fold(render_scene(_with(scene, **{"detector.n": N + 16})), N)
+    else:
+        forged = 0.5 * clean + 0.5 * render_scene(_with(scene, **{"pupil.icl.hole": "black"}))
+    img = forged + np.random.default_rng(11).normal(0.0, NOISE_SIGMA, clean.shape)
+    p = probes(img, stated, {"u": u, "flux": 1.0})
+    assert p[kind] > 0.9
+    assert all(v < 0.5 for k, v in p.items() if k != kind), p

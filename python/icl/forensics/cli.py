@@ -44,9 +44,12 @@ def forensics_generate(output: Path, seed: int | None, scheduler: str | None, wo
                    "compare features; fit: fit the tolerance nuisances to each image and score what they "
                    "cannot explain (the ceiling, 100-300 renders per image).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")
+@click.option("--details", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="fit: also write each image's fitted nuisances, misfit, anomaly and F05 probes "
+                   "to this JSON.")
 @scheduler_options
-def forensics_baseline(release: Path, output: Path, mode: str, seed: int, scheduler: str | None,
-                       workers: int) -> None:
+def forensics_baseline(release: Path, output: Path, mode: str, seed: int, details: Path | None,
+                       scheduler: str | None, workers: int) -> None:
     """Write a reference submission: random scores, the physics check or the nuisance-fit detector."""
     import sys
 
@@ -60,8 +63,11 @@ def forensics_baseline(release: Path, output: Path, mode: str, seed: int, schedu
     elif mode == "physics":
         scores = physics_scores(images, stated)
     else:
+        fits: dict[str, dict] = {}
         scores = fit_scores(images, stated, progress=sys.stderr.isatty(), scheduler=scheduler,
-                            workers=workers)
+                            workers=workers, details=fits)
+        if details is not None:
+            write_json(details, {"fits": fits})
     write_json(output, {"scores": scores})
     click.echo(f"{output}: {mode} scores for {len(scores)} images")
 

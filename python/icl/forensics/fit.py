@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from icl.forensics.generate import NOISE_SIGMA, TOLERANCES, _with, render_scene
+from icl.forensics.generate import NOISE_SIGMA, TOLERANCES, _fold, _with, render_scene
 
 ARCMIN_PER_RAD = 180 * 60 / np.pi
 FIT_NAMES = ("pupil", "defocus", "cyl_0", "cyl_45", "decentre_x", "decentre_y")
@@ -206,21 +206,96 @@ def fit_nuisances(img: np.ndarray, stated: dict[str, Any]) -> dict[str, Any]:
     return {**best, "renders": fit.renders, "starts": starts}
 
 
+PROBE_BLUR_PX = (1.0, 2.0, 3.0, 4.0)  # bloom widths tried by the energy probe
+PROBE_FOLD_PX = (4, 8, 16)  # tail margins folded back by the sampling probe
+PROBE_WAVELENGTH_NM = 20.0  # half-step of the wavelength probe's central difference
+
+
+def probes(img: np.ndarray, stated: dict[str, Any], fit: dict[str, Any]) -> dict[str, float]:
+    """Share of the misfit beyond noise that each probe of F05 explains at the fitted nuisances.
+
+    Each probe is one extra term ``a * T`` fitted by least squares on the noise weights together with a
+    linear re-adjustment of the nuisances and the flux (their Jacobian at the fit), and reports
+    ``(chi2_J - chi2_JT) / (chi2_J - 1)`` clipped to [0, 1], ``chi2_J`` being the misfit after the
+    re-adjustment alone. With ``M`` the fitted render:
+
+    - ``energy``: energy moved from the render into a blur of itself, ``T = G_s * M - M`` (s in
+      :data:`PROBE_BLUR_PX` pixels, the best), a post-hoc bloom;
+    - ``sampling``: the fitted scene rendered on a window wider by ``m`` pixels a side and folded back
+      onto the stated one as a too-short FFT period would, ``T = fold(M_wide) - M`` (m in
+      :data:`PROBE_FOLD_PX`, the best);
+    - ``wavelength``: the render's response to the wavelength, ``T = (M(lambda + d) - M(lambda - d)) / 2``
+      with d = :data:`PROBE_WAVELENGTH_NM` on every line of the spectrum;
+    - ``path``: the hole's light path ablated, ``T = M_other - M`` with the hole black (clear when it is
+      stated black); 0 without a hole.
+
+    Costs 11 renders.
+    """
+    from scipy.ndimage import gaussian_filter
+
+    u, f = np.asarray(fit["u"], dtype=float), fit["flux"]
+    scene = nuisance_scene(stated, u)
+    n = img.shape[0]
+    base = render_scene(scene)
+    model = f * base
+    r = ((img - model) / NOISE_SIGMA).ravel()
+    cols = []
+    for k in range(u.size):
+        du = np.zeros_like(u)
+        du[k] = FINE_STEP
+        cols.append((f * render_scene(nuisance_scene(stated, u + du)) - model).ravel() / FINE_STEP)
+    jac = np.column_stack([*cols, base.ravel()]) / NOISE_SIGMA
+
+    def chi2(a: np.ndarray) -> float:
+        coef = np.linalg.lstsq(a, r, rcond=None)[0]
+        return float(np.mean((r - a @ coef) ** 2))
+
+    chi_j = chi2(jac)
+
+    def explained(term: np.ndarray) -> float:
+        t = term.ravel() / NOISE_SIGMA
+        if chi_j <= 1.0 or not np.any(t):
+            return 0.0
+        return float(np.clip((chi_j - chi2(np.column_stack([jac, t]))) / (chi_j - 1.0), 0.0, 1.0))
+
+    out = {"energy": max(explained(gaussian_filter(model, s, mode="constant") - model)
+                         for s in PROBE_BLUR_PX)}
+    big = max(PROBE_FOLD_PX)
+    wide = f * render_scene(_with(scene, **{"detector.n": n + 2 * big}))
+    crops = (wide[big - m: n + big + m, big - m: n + big + m] for m in PROBE_FOLD_PX)
+    out["sampling"] = max(explained(_fold(c, n) - model) for c in crops)
+    spec = scene["sources"][0]["spectrum"]
+    shifted = [f * render_scene(_with(scene, **{"sources.0.spectrum": [[w + d, p] for w, p in spec]}))
+               for d in (PROBE_WAVELENGTH_NM, -PROBE_WAVELENGTH_NM)]
+    out["wavelength"] = explained(0.5 * (shifted[0] - shifted[1]))
+    icl = scene["pupil"]["icl"]
+    out["path"] = 0.0
+    if icl["hole_mm"] > 0:
+        other = "clear" if icl["hole"] == "black" else "black"
+        out["path"] = explained(f * render_scene(_with(scene, **{"pupil.icl.hole": other})) - model)
+    return out
+
+
 def _fit_task(task: tuple[np.ndarray, dict[str, Any]]) -> dict[str, Any]:
     img, stated = task
     out = fit_nuisances(img, stated)
     del out["residual"]  # the scores need the numbers only
+    if out["chi2"] > CONVERGED_CHI2:  # not explained by the nuisances: which probe of F05 explains it
+        out["probes"] = probes(img, stated, out)
     return out
 
 
 def fit_scores(
     images: dict[str, np.ndarray], stated: dict[str, dict], fits: dict[str, dict] | None = None,
     progress: bool = False, scheduler: str | None = None, workers: int = 1,
+    details: dict[str, dict] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Scores of the ``fit`` detector for every image (module docstring); ``fits`` reuses earlier fits.
 
     The fits run as independent tasks (``scheduler``, ``workers``: :func:`icl.parallel.run_tasks`); the
-    scores are the same whichever way they ran.
+    scores are the same whichever way they ran. ``details``, when given, receives each image's fit
+    (nuisances, flux, chi2, excess, anomaly, renders, starts, and the :func:`probes` of an image the
+    nuisances do not explain).
     """
     from icl.forensics.baseline import _squash
     from icl.parallel import run_tasks
@@ -230,6 +305,9 @@ def fit_scores(
         done = run_tasks(_fit_task, [(images[i], stated[i]) for i in ids], scheduler=scheduler,
                          workers=workers, description="fit nuisances", quiet=not progress)
         fits = dict(zip(ids, done, strict=True))
+    if details is not None:
+        details.update({i: {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in fits[i].items()}
+                        for i in ids})
     score = {i: anomaly(fits[i]) for i in ids}
     logs = {i: np.log(np.clip(images[i] / images[i].sum(), 0, None) + 1e-7) for i in ids}
     out = {}
