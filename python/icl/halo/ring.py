@@ -225,10 +225,15 @@ def measure_ring(
     if centre is None:
         return {"status": "not_detected", "reason": "no positive flux", "rule": rule}
     cx, cy = centre
-    xs, ys = np.meshgrid(axis, axis)
-    r = np.hypot(xs - cx, ys - cy)
     lo, hi = FIRST_DARK * lambda_over_d, SECOND_DARK * lambda_over_d
     reach = hi + lambda_over_d
+    # Only the square of half-width `reach` about the centre is read (the ridge fit stays within
+    # hi + 2 FIT_HALF_WIDTH lambda/D); cropping keeps every selection and its order, so the same numbers.
+    c0, c1 = np.searchsorted(axis, cx - reach, "left"), np.searchsorted(axis, cx + reach, "right")
+    r0, r1 = np.searchsorted(axis, cy - reach, "left"), np.searchsorted(axis, cy + reach, "right")
+    img = img[r0:r1, c0:c1]
+    xs, ys = np.meshgrid(axis[c0:c1], axis[r0:r1])
+    r = np.hypot(xs - cx, ys - cy)
     near = r < reach
     rn, vn = r[near], img[near]
     step = PROFILE_BIN * pitch
