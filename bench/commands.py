@@ -25,21 +25,28 @@ import tempfile
 import time
 from pathlib import Path
 
-ICL = [sys.executable, "-m", "icl.cli"]
+ICL = [sys.executable, "-m", "icl"]
 
 
-def run(argv: list[str]) -> dict:
-    """Run one command; return its wall time, CPU time (user, sys, of it and its children) and peak RSS."""
+def run(argv: list[str], output: Path) -> dict:
+    """Run one command; return its wall time, CPU time (user, sys, of it and its children) and peak RSS.
+
+    A command that fails or does not write ``output`` stops the benchmark.
+    """
     load0 = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+    if proc.returncode or not output.exists():
+        raise SystemExit(
+            f"{' '.join(argv)} failed ({proc.returncode}, {output} written: {output.exists()}):\n"
+            f"{text[-2000:]}"
+        )
     return {
         "wall": wall,
         "user": usage.ru_utime,
@@ -49,34 +56,32 @@ def run(argv: list[str]) -> dict:
     }
 
 
-def commands(work: Path, workers: int) -> dict[str, callable]:
-    """The timed commands; each call writes into a fresh folder under ``work``."""
+def commands(work: Path, workers: int) -> dict:
+    """The timed commands: each call gives the argv and the file it must write (in a fresh place)."""
     counter = iter(range(10**6))
     extra = ["--workers", str(workers)] if workers > 1 else []
 
     def generate(*flags):
-        return lambda: (
-            ICL
-            + ["halo-generate", "--output", str(work / f"r{next(counter)}"), "--seed", "1", *extra, *flags]
-        )
-
-    release, submission = work / "release", work / "submission"
-    return {
-        "generate": generate(),
-        "generate-no-gallery": generate("--no-gallery"),
-        "evaluate": lambda: (
-            ICL
-            + [
-                "halo-evaluate",
-                "--release",
-                str(release),
-                "--submission",
-                str(submission),
+        def make():
+            out = work / f"r{next(counter)}"
+            return ICL + [
+                "halo-generate",
                 "--output",
-                str(work / f"score{next(counter)}.json"),
-            ]
-        ),
-    }
+                str(out),
+                "--seed",
+                "1",
+                *extra,
+                *flags,
+            ], out / "manifest.json"
+
+        return make
+
+    def evaluate():
+        score = work / f"score{next(counter)}.json"
+        argv = ["halo-evaluate", "--release", str(work / "release"), "--submission", str(work / "submission")]
+        return ICL + [*argv, "--output", str(score)], score
+
+    return {"generate": generate(), "generate-no-gallery": generate("--no-gallery"), "evaluate": evaluate}
 
 
 def main() -> None:
@@ -120,7 +125,7 @@ def main() -> None:
         results: dict[str, list[dict]] = {n: [] for n in names}
         for r in range(args.rounds):
             for name in names:
-                res = run(table[name]())
+                res = run(*table[name]())
                 results[name].append(res)
                 print(
                     f"round {r + 1} {name:20s} wall {res['wall']:6.2f} s  "

@@ -352,7 +352,11 @@ def _write_split(
 
 @contextlib.contextmanager
 def _background_process():
-    """One spawned worker process (no fork of a threaded parent); pending work is dropped on an error."""
+    """One spawned worker process (no fork of a threaded parent).
+
+    On leaving, pending work is dropped and the worker is not waited for: it exits while the caller goes
+    on (its results are in hand by then; the interpreter joins it at exit).
+    """
     import concurrent.futures as cf
     import multiprocessing
 
@@ -360,7 +364,7 @@ def _background_process():
     try:
         yield pool
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def generate(
@@ -388,7 +392,9 @@ def generate(
         Case files to use instead of the installed ``cases/halo``.
     scheduler, workers :
         Where the independent renders and figures run (see :func:`icl.parallel.run_tasks`); the
-        release is bit-identical whichever is chosen.
+        release is bit-identical whichever is chosen. Without a scheduler the gallery is drawn in a
+        spawned background process, so a script calling this guards its entry point with
+        ``if __name__ == "__main__":`` (as for ``workers > 1``).
     test_variants : int
         Keyed variants per case in the held-out test split (0: development split only).
     seed, key :
