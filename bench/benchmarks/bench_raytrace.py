@@ -94,3 +94,48 @@ class TraceToCurvedRetina:
 
     def time_trace(self, n):
         self.trace(self.steps, self.rays)
+
+
+class TraceImplant:
+    """Navarro eye with a decentred, tilted and rotated synthetic ICL (-6 D, 0.36 mm hole), in place.
+
+    Each path exercises other passes of the kernel: ``lens`` the rotated distance, normal and commit passes
+    and the hole wall (outside), ``hole`` the wall (inside) and the clear aperture, ``ghost_icl`` two mirrors.
+    Rays fill a 3.2 mm pupil uniformly; many stop at the apertures, which costs the kernel as much as the rays
+    that pass.
+    """
+
+    params = ([100_000, 1_000_000], ["lens", "hole", "ghost_icl"])
+    param_names = ["rays", "path"]
+    number = 1
+    warmup_time = 0.0
+    repeat = (5, 20, 30.0)
+    timeout = 300
+
+    def setup(self, n, path):
+        try:
+            from icl.eye import navarro_1985, paraxial, trace
+            from icl.eye.model import path_steps, synthetic_icl
+            from icl.eye.wavefront import pupil_rays
+        except ImportError as exc:  # a version of icl without the thick implant
+            raise NotImplementedError from exc
+        import inspect
+
+        if "in_place" not in inspect.signature(trace).parameters:
+            raise NotImplementedError("icl.eye.trace has no in_place argument in this version of icl")
+        single_thread()
+        eye = navarro_1985()
+        implant = synthetic_icl(-6.0, decentre_mm=(0.2, -0.1), tilt_deg=(2.0, -1.0), rotation_deg=15.0)
+        par = paraxial(eye, None, WAVELENGTH_NM)
+        rng = np.random.default_rng(3)
+        r = np.sqrt(rng.uniform(0, 1, n)) * 1.6
+        phi = rng.uniform(0, 2 * np.pi, n)
+        self.steps = [s.to_core() for s in path_steps(eye, implant, path, WAVELENGTH_NM)]
+        self.batch = pupil_rays(r * np.cos(phi), r * np.sin(phi), (0.0, 0.0), par.entrance_pupil_z)
+        self.trace = trace
+
+    def time_trace(self, n, path):
+        self.trace(self.steps, self.batch, in_place=True)
+
+    def peakmem_trace(self, n, path):
+        self.trace(self.steps, self.batch, in_place=True)

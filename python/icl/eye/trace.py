@@ -5,6 +5,7 @@ Lengths in mm; the eye's optical axis is +z (light travels towards +z), +x right
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -121,15 +122,23 @@ class Step:
             out.kind = core.SurfaceKind.conic
         out.c, out.k = s.curvature, s.conic
         out.a4, out.a6, out.a8, out.a10 = s.asphere
-        rot = self.placement.matrix()
-        out.origin = tuple(float(v) for v in self.placement.pivot + rot[:, 2] * s.offset)
-        out.rot = tuple(float(v) for v in rot.T.ravel())
+        out.origin, out.rot = _frame(self.placement, s.offset)
         out.r_inner = float(s.aperture[0])
         out.r_outer = float(min(s.aperture[1], 1e300))
         out.wall_radius, out.wall_side = float(s.wall[0]), int(s.wall[1])
         out.n1, out.n2 = float(self.n1), float(self.n2)
         out.reflect = bool(s.reflect)
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _frame(placement: Placement, offset: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Kernel frame of a surface at ``offset`` along a placed element's axis: its vertex in eye coordinates
+    and the global-to-local rotation (row-major). Cached: a trace converts every step on every call, and
+    building the rotation costs more than tracing a few rays."""
+    rot = placement.matrix()
+    origin = tuple(float(v) for v in placement.pivot + rot[:, 2] * offset)
+    return origin, tuple(float(v) for v in rot.T.ravel())
 
 
 @dataclass
