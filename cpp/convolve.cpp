@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <complex>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "common.hpp"
 #include "fft.hpp"
+
+#ifdef ICL_MULTIVERSION
+#include <immintrin.h>
+#endif
 
 namespace icl {
 
@@ -147,6 +152,34 @@ ICL_CLONES double lane_sum(const double* v, std::ptrdiff_t n) {
     return total;
 }
 
+// dst[0..n) = src[0..n) with non-temporal stores where dst is aligned to the vector width (the image rows are
+// written once and read much later: no read of their cache lines before the write, no eviction of the working
+// set); the caller orders them with stream_fence() before the rows are used. The same values in every version.
+#ifdef ICL_MULTIVERSION
+__attribute__((target("avx512f"))) void stream_row(const double* src, double* dst, std::ptrdiff_t n) {
+    std::ptrdiff_t j = 0;
+    for (; j < n && (reinterpret_cast<std::uintptr_t>(dst + j) & 63) != 0; ++j) dst[j] = src[j];
+    for (; j + 8 <= n; j += 8) _mm512_stream_pd(dst + j, _mm512_loadu_pd(src + j));
+    for (; j < n; ++j) dst[j] = src[j];
+}
+__attribute__((target("avx2"))) void stream_row(const double* src, double* dst, std::ptrdiff_t n) {
+    std::ptrdiff_t j = 0;
+    for (; j < n && (reinterpret_cast<std::uintptr_t>(dst + j) & 31) != 0; ++j) dst[j] = src[j];
+    for (; j + 4 <= n; j += 4) _mm256_stream_pd(dst + j, _mm256_loadu_pd(src + j));
+    for (; j < n; ++j) dst[j] = src[j];
+}
+__attribute__((target("default"))) void stream_row(const double* src, double* dst, std::ptrdiff_t n) {
+    std::ptrdiff_t j = 0;
+    for (; j < n && (reinterpret_cast<std::uintptr_t>(dst + j) & 15) != 0; ++j) dst[j] = src[j];
+    for (; j + 2 <= n; j += 2) _mm_stream_pd(dst + j, _mm_loadu_pd(src + j));
+    for (; j < n; ++j) dst[j] = src[j];
+}
+inline void stream_fence() { _mm_sfence(); }
+#else
+void stream_row(const double* src, double* dst, std::ptrdiff_t n) { std::copy(src, src + n, dst); }
+inline void stream_fence() {}
+#endif
+
 // o[2 k] = a0[k] scale, o[2 k + 1] = a1[k] scale for k < n0 and k < n1 (the two phases of q = 2 interleaved into
 // an output row; vectorised per clone, each value the same product as one at a time).
 ICL_CLONES void interleave2(const double* a0, std::ptrdiff_t n0, const double* a1, std::ptrdiff_t n1, double scale,
@@ -200,6 +233,7 @@ void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T
     std::vector<std::vector<T>> accs(nw, std::vector<T>(static_cast<std::size_t>(q * per_phase)));
     std::vector<std::vector<const T*>> rows(nw, std::vector<const T*>(static_cast<std::size_t>(nty)));
     std::vector<std::vector<T>> taps(nw, std::vector<T>(static_cast<std::size_t>(nty)));
+    std::vector<double> line(static_cast<std::size_t>(nw * n1));
     parallel_for_worker(n0, [&](std::ptrdiff_t i, int t) {
         const std::ptrdiff_t py = i % q, l = i / q;
         std::vector<T>& tmp = tmps[t];
@@ -214,8 +248,9 @@ void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T
         }
         std::fill(tmp.begin(), tmp.end(), T(0));
         if (q_hi > q_lo) tap_rows(taps[t].data(), rows[t].data(), na, tmp.data() + q_lo, q_hi - q_lo);
-        // Along x, phase by phase, interleaved into the output row.
-        double* o = out + i * n1;
+        // Along x, phase by phase, interleaved into the row buffer; the row's sum while it is in cache, then the
+        // row streamed to the output and to its copy.
+        double* o = line.data() + t * n1;
         for (std::ptrdiff_t px = 0; px < q; ++px) {
             const std::ptrdiff_t m = (n1 - px + q - 1) / q;  // output columns of this phase
             tap_row(tx + px * ntx, ntx, tmp.data() + (c0[px] - cmin), acc.data() + px * per_phase, m);
@@ -227,9 +262,10 @@ void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T
                 for (std::ptrdiff_t k = 0; px + k * q < n1; ++k)
                     o[px + k * q] = static_cast<double>(acc[px * per_phase + k]) * scale;
         }
-        // While the row is in cache: its copy and its sum.
-        if (copy) std::copy(o, o + n1, copy + i * n1);
         if (row_sums) row_sums[i] = lane_sum(o, n1);
+        stream_row(o, out + i * n1, n1);
+        if (copy) stream_row(o, copy + i * n1, n1);
+        if (i + nw >= n0) stream_fence();  // this worker's last row: its streamed stores complete before the join
     });
 }
 
