@@ -26,8 +26,9 @@
 // cts = sqrt(S2) cos(refraction) = sqrt(S2 - mu^2 (S2 - cN^2)), the new direction is mu d + (cts - mu cN) / S2 N
 // (the mirror: d - 2 cN / S2 N), and sqrt(S2) cancels from the Fresnel amplitudes rs = (mu cN - cts) /
 // (mu cN + cts), rp = (cN - mu cts) / (cN + mu cts), whose division shares one reciprocal with 1 / S2. A
-// refracting conic takes two square roots (discriminant, cts) and three divisions (two roots, one reciprocal),
-// where normalising the normal took four and six.
+// refracting conic takes two square roots (discriminant, cts) and two divisions (the root, one reciprocal),
+// where normalising the normal took four and six; the conic's second root is divided out only for the rare rays
+// whose first root does not settle the answer (pass_distance).
 //
 // Each ray's arithmetic is fixed: this file is compiled without floating-point contraction, so vector lanes
 // round exactly as scalar code does and results depend neither on the block size, the thread count nor the
@@ -162,16 +163,35 @@ ICL_RT_INLINE void pass_distance(const Consts& sc, Block& b) {
         }
     }
     if constexpr (Conic) {
+        // The partner root denom / a is never smaller in magnitude than cc / denom (denom^2 >= |a cc| when
+        // disc >= 0). So when cc / denom qualifies and lies ahead by more than kBehind, the partner is either
+        // farther or behind by more than kBehind, and cc / denom is the answer (for a double root, to
+        // rounding). Only blocks with other rays (misses, rays starting on the surface) take the partner's
+        // division, in a second loop that finishes them as the definition does.
+        Mask others = 0;
         for (int i = 0; i < kBlock; ++i) {
             const double z = Rot ? b.lz[i] : b.z[i] - k.o2, n = Rot ? b.ln[i] : b.n[i];
-            const double a = b.nx[i], cc = b.ny[i], disc = b.nz[i], denom = b.cn[i];
-            const double t1 = cc / denom, t2 = denom / a;
+            const double cc = b.ny[i], disc = b.nz[i], denom = b.cn[i];
+            const double t1 = cc / denom;
             const bool ok1 = (disc >= 0.0) & finite(t1) & (t1 >= -kBehind) & (1.0 - ck * (z + t1 * n) >= 0.0);
-            const bool ok2 = (disc >= 0.0) & finite(t2) & (t2 >= -kBehind) & (1.0 - ck * (z + t2 * n) >= 0.0);
-            const double tm = std::min(ok1 ? t1 : kInf, ok2 ? t2 : kInf);  // the smaller qualifying root
-            const double t = tm < kInf ? tm : kNan;
-            b.t[i] = t;
-            b.stop[i] = finite(t) ? Mask(0) : Mask(missed);
+            const Mask other = !(ok1 & (t1 > kBehind));
+            b.t[i] = t1;
+            b.stop[i] = other;  // 1: to be finished below
+            others |= other;
+        }
+        if (others != 0) {
+            for (int i = 0; i < kBlock; ++i) {
+                const double z = Rot ? b.lz[i] : b.z[i] - k.o2, n = Rot ? b.ln[i] : b.n[i];
+                const double a = b.nx[i], disc = b.nz[i], denom = b.cn[i];
+                const double t1 = b.t[i], t2 = denom / a;
+                const bool ok1 = (disc >= 0.0) & finite(t1) & (t1 >= -kBehind) & (1.0 - ck * (z + t1 * n) >= 0.0);
+                const bool ok2 = (disc >= 0.0) & finite(t2) & (t2 >= -kBehind) & (1.0 - ck * (z + t2 * n) >= 0.0);
+                const double tm = std::min(ok1 ? t1 : kInf, ok2 ? t2 : kInf);  // the smaller qualifying root
+                const double t = tm < kInf ? tm : kNan;
+                const bool other = b.stop[i] != 0;
+                b.t[i] = other ? t : t1;
+                b.stop[i] = other ? (finite(t) ? Mask(0) : Mask(missed)) : Mask(0);
+            }
         }
     }
 }

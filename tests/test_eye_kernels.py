@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from icl._core_loader import core
-from icl.eye.trace import CLIPPED, TIR, WALL, Placement, Rays, Step, Surface, TraceOptions, trace
+from icl.eye.trace import CLIPPED, MISSED, TIR, WALL, Placement, Rays, Step, Surface, TraceOptions, trace
 
 RTOL = 1e-10  # the twin repeats the same arithmetic in a different order: rounding only
 
@@ -262,3 +262,27 @@ def test_threads_and_work_items_do_not_change_results():
     assert np.count_nonzero(a.flags == 0) > 1000 and np.count_nonzero(a.flags == WALL) > 100
     for x, y, z in zip(a.arrays(), b.arrays(), c.arrays()):
         assert np.array_equal(x, y, equal_nan=True) and np.array_equal(x, z, equal_nan=True)
+
+
+@pytest.mark.parametrize("surf", SURFACES[1:5], ids=lambda s: s.name)
+def test_conic_root_choice_from_any_start(surf):
+    # Rays starting in front of, inside and beyond the conic, going either way: the nearer qualifying root
+    # (ahead of the ray, on the vertex sheet) whichever of the two it is, and `missed` when neither qualifies;
+    # most of these rays take the kernel's second-root loop, which rays from the front never reach.
+    rng = np.random.default_rng(29)
+    count = 4000
+    x, y = rng.uniform(-3, 3, (2, count))
+    z = rng.uniform(-2.0, 12.0, count)
+    l, m = rng.uniform(-0.4, 0.4, (2, count))
+    n = rng.choice([-1.0, 1.0], count)
+    rays = Rays.start(x, y, z, l, m, n)
+    s = Surface(surf.name, surf.radius, surf.conic, offset=0.2)
+    out = trace([Step(s, Placement(), 1.0, 1.376)], rays, TraceOptions(fresnel=False))
+    with np.errstate(all="ignore"):
+        pg, dg, opl, _, _ = twin_step(s, Placement(), 1.0, 1.376, rays)
+    hit = np.isfinite(opl)
+    assert 0.2 < hit.mean() < 0.9
+    assert np.array_equal(out.flags == 0, hit) and np.all(out.flags[~hit] == MISSED)
+    np.testing.assert_allclose(out.opl[hit], opl[hit], rtol=1e-12, atol=1e-12)
+    for got, want in zip((out.x, out.y, out.z), pg):
+        np.testing.assert_allclose(got[hit], want[hit], rtol=1e-12, atol=1e-12)
