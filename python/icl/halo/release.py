@@ -85,9 +85,10 @@ def _blas() -> ThreadpoolController:
 def build_reference(cond: Condition) -> Reference:
     """Render one condition and measure its wick, calibration ring, ledger and polar profiles.
 
-    NumPy's BLAS runs on one thread here: the second solver's matrix products are small, and a second
-    BLAS thread cost five times the CPU time of the cross-check (measured on the shared 2-core machine)
-    while the renderer's own threads keep both cores busy.
+    NumPy's BLAS runs on one thread here: the second solver's matrix products are small, and with a
+    second BLAS thread the cross-checks of a release took 7.0-7.3 s of CPU instead of 1.3-1.5 s
+    (measured at a load average of 11 on the shared 2-core machine), while the renderer's own threads
+    already keep both cores busy.
     """
     with _blas().limit(limits=1, user_api="blas"):
         return _build_reference(cond)
@@ -163,7 +164,7 @@ _PROFILES = "@polar profiles@"
 
 
 def record_json(record: dict) -> bytes:
-    """``dumps_json(record)`` byte for byte, in a fifth of the time.
+    """``dumps_json(record)`` byte for byte, in half the time.
 
     The polar profiles are nine tenths of a record's numbers; the indented form of the standard
     encoder is written in pure Python, so they are encoded row by row by its compact C encoder and
