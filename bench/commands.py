@@ -5,15 +5,19 @@ Commands (each a fresh ``icl`` process, output into a temporary folder):
 - ``generate``: ``icl halo-generate --seed 1`` (the release with its gallery);
 - ``generate-no-gallery``: the same with ``--no-gallery``;
 - ``evaluate``: ``icl halo-evaluate`` of a submission equal to the references (development split; the
-  release and the submission are made once before the rounds).
+  release and the submission are made once before the rounds, by the working tree).
 
 They run in interleaved rounds (A B C A B C ...), so that the load of a shared machine hits all of them
-alike; the table gives medians and minima over the rounds and the 1-minute load average before and after
-each command. CPU time (from the child's own resource usage, its worker processes included) is distorted
-less by other jobs than wall time: a busy machine shares its cores, but a process is charged only while
-it runs.
+alike; the table gives medians and minima over the rounds and the range of the 1-minute load average
+before and after each command. CPU time (from the child's own resource usage, its worker processes
+included) is distorted less by other jobs than wall time: a busy machine shares its cores, but a process
+is charged only while it runs.
 
-Run: python bench/commands.py [--rounds 5] [--commands generate,evaluate] [--workers 1]
+``--against REV`` also runs every command with the Python package (``python/icl``, ``cases``) of git
+revision ``REV``, in the same rounds, on the compiled kernels of the working tree (so the comparison is
+of the Python code; a revision whose Python calls the kernels differently fails with the kernel's error).
+
+Run: python bench/commands.py [--rounds 5] [--commands generate,evaluate] [--workers 1] [--against REV]
 """
 
 import argparse
@@ -25,7 +29,27 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 ICL = [sys.executable, "-m", "icl"]
+# Runs the icl of another folder: the editable install's import redirection is removed first.
+LAUNCH = (
+    "import sys; sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "
+    "'ScikitBuildRedirectingFinder']; sys.path.insert(0, {path!r}); "
+    "from icl.cli import main; sys.exit(main())"
+)
+
+
+def revision(rev: str, folder: Path) -> list[str]:
+    """Extract ``rev``'s package into ``folder`` beside the working tree's kernels; return its icl argv."""
+    import icl._core
+
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "python/icl", "cases"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    kernels = Path(icl._core.__file__).resolve()
+    (folder / "python" / "icl" / kernels.name).symlink_to(kernels)
+    return [sys.executable, "-c", LAUNCH.format(path=str(folder / "python"))]
 
 
 def run(argv: list[str], output: Path) -> dict:
@@ -45,7 +69,7 @@ def run(argv: list[str], output: Path) -> dict:
     if proc.returncode or not output.exists():
         raise SystemExit(
             f"{' '.join(argv)} failed ({proc.returncode}, {output} written: {output.exists()}):\n"
-            f"{text[-2000:]}"
+            + text[-2000:]
         )
     return {
         "wall": wall,
@@ -56,7 +80,7 @@ def run(argv: list[str], output: Path) -> dict:
     }
 
 
-def commands(work: Path, workers: int) -> dict:
+def commands(icl: list[str], work: Path, workers: int) -> dict:
     """The timed commands: each call gives the argv and the file it must write (in a fresh place)."""
     counter = iter(range(10**6))
     extra = ["--workers", str(workers)] if workers > 1 else []
@@ -64,22 +88,15 @@ def commands(work: Path, workers: int) -> dict:
     def generate(*flags):
         def make():
             out = work / f"r{next(counter)}"
-            return ICL + [
-                "halo-generate",
-                "--output",
-                str(out),
-                "--seed",
-                "1",
-                *extra,
-                *flags,
-            ], out / "manifest.json"
+            argv = ["halo-generate", "--output", str(out), "--seed", "1", *extra, *flags]
+            return icl + argv, out / "manifest.json"
 
         return make
 
     def evaluate():
         score = work / f"score{next(counter)}.json"
         argv = ["halo-evaluate", "--release", str(work / "release"), "--submission", str(work / "submission")]
-        return ICL + [*argv, "--output", str(score)], score
+        return icl + [*argv, "--output", str(score)], score
 
     return {"generate": generate(), "generate-no-gallery": generate("--no-gallery"), "evaluate": evaluate}
 
@@ -89,46 +106,45 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--commands", default="generate,generate-no-gallery,evaluate")
     ap.add_argument("--workers", type=int, default=1, help="--workers of halo-generate")
+    ap.add_argument(
+        "--against", metavar="REV", help="also run git revision REV's Python package, interleaved"
+    )
     args = ap.parse_args()
     names = args.commands.split(",")
     with tempfile.TemporaryDirectory(prefix="icl-bench-commands-") as tmp:
         work = Path(tmp)
-        table = commands(work, args.workers)
-        unknown = set(names) - set(table)
+        variants = {"": ICL}
+        if args.against:
+            (work / "rev").mkdir()
+            variants[f"@{args.against}"] = revision(args.against, work / "rev")
+        table = {}
+        for tag, icl in variants.items():
+            for name, make in commands(icl, work, args.workers).items():
+                if name in names:
+                    table[name + tag] = make
+        unknown = set(names) - {n.split("@")[0] for n in table}
         if unknown:
-            raise SystemExit(f"unknown commands {sorted(unknown)}; choose from {sorted(table)}")
+            raise SystemExit(f"unknown commands {sorted(unknown)}")
         if "evaluate" in names:
-            subprocess.run(
-                ICL + ["halo-generate", "--output", str(work / "release"), "--seed", "1", "--no-gallery"],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
-            subprocess.run(
-                ICL
-                + [
-                    "halo-baseline",
-                    "--release",
-                    str(work / "release"),
-                    "--output",
-                    str(work / "submission"),
-                    "--mode",
-                    "reference",
-                ],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
-        print(
-            f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
-            + ", ".join(f"{v:.2f}" for v in os.getloadavg()),
-            flush=True,
-        )
-        results: dict[str, list[dict]] = {n: [] for n in names}
+            release = ["halo-generate", "--output", str(work / "release"), "--seed", "1", "--no-gallery"]
+            subprocess.run(ICL + release, check=True, stdout=subprocess.DEVNULL)
+            baseline = [
+                "halo-baseline",
+                "--release",
+                str(work / "release"),
+                "--output",
+                str(work / "submission"),
+            ]
+            subprocess.run(ICL + baseline + ["--mode", "reference"], check=True, stdout=subprocess.DEVNULL)
+        loads = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {loads}", flush=True)
+        results: dict[str, list[dict]] = {n: [] for n in table}
         for r in range(args.rounds):
-            for name in names:
-                res = run(*table[name]())
+            for name, make in table.items():
+                res = run(*make())
                 results[name].append(res)
                 print(
-                    f"round {r + 1} {name:20s} wall {res['wall']:6.2f} s  "
+                    f"round {r + 1} {name:32s} wall {res['wall']:6.2f} s  "
                     f"cpu {res['user'] + res['sys']:6.2f} s "
                     f"(user {res['user']:.2f}, sys {res['sys']:.2f})  rss {res['rss_mb']:5.0f} MB  "
                     f"load {res['load'][0]:.2f} / {res['load'][1]:.2f}",
