@@ -246,8 +246,14 @@ void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T
             rows[t][na] = s + sr * s1 + cmin + q_lo;
             taps[t][na++] = ty[py * nty + a];
         }
-        std::fill(tmp.begin(), tmp.end(), T(0));
-        if (q_hi > q_lo) tap_rows(taps[t].data(), rows[t].data(), na, tmp.data() + q_lo, q_hi - q_lo);
+        // Columns outside s are zero; the y pass writes the others.
+        if (q_hi > q_lo) {
+            std::fill(tmp.begin(), tmp.begin() + q_lo, T(0));
+            std::fill(tmp.begin() + q_hi, tmp.end(), T(0));
+            tap_rows(taps[t].data(), rows[t].data(), na, tmp.data() + q_lo, q_hi - q_lo);
+        } else {
+            std::fill(tmp.begin(), tmp.end(), T(0));
+        }
         // Along x, phase by phase, interleaved into the row buffer; the row's sum while it is in cache, then the
         // row streamed to the output and to its copy.
         double* o = line.data() + t * n1;
