@@ -15,11 +15,14 @@ from icl.parallel import scheduler_options
     "--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="Release folder."
 )
 @click.option("--seed", type=click.IntRange(min=0), default=None,
-              help="Make a public development release from this seed: anyone can rebuild its labels and it is "
-                   "never ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
+              help="Make a public development release from this seed: anyone can rebuild its labels and it "
+                   "is never ranked. Without it a secret key is drawn and kept in "
+                   "OUTPUT/private/release.key.")
 @scheduler_options
 @force_option
-def forensics_generate(output: Path, seed: int | None, scheduler: str | None, workers: int, force: bool) -> None:
+def forensics_generate(
+    output: Path, seed: int | None, scheduler: str | None, workers: int, force: bool
+) -> None:
     """Render physical halo images, mix in forged ones, write a release with private labels."""
     import sys
 
@@ -42,7 +45,7 @@ def forensics_generate(output: Path, seed: int | None, scheduler: str | None, wo
 @click.option("--mode", type=click.Choice(["random", "physics", "fit"]), required=True,
               help="random: seeded random scores (the floor); physics: re-render each stated condition and "
                    "compare features; fit: fit the tolerance nuisances to each image and score what they "
-                   "cannot explain (the ceiling, 100-300 renders per image).")
+                   "cannot explain (the ceiling; about 80 renders per genuine image, 400 per forgery).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")
 @click.option("--details", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="fit: also write each image's fitted nuisances, misfit, anomaly and F05 probes "
