@@ -25,15 +25,17 @@ A coarse stage with weights ``1 / (noise + 3 % of the model)`` finds the basin o
 weight converges to the noise floor. Even aberrations have a twin: negated defocus and cylinder give
 the same core (exactly so without a hole, since the point-spread function of an even wavefront on a
 centred pupil is centrosymmetric), and only the hole and the decentre break the tie, so the fine stage
-also starts from the twin. When no candidate reaches :data:`CONVERGED_CHI2`, the fit restarts from the
-next (pupil, defocus) corner of :data:`STARTS`. The answer is the candidate with the lowest anomaly,
+also starts from the twin (unless the first fine fit is already at the noise inside every tolerance).
+When no candidate reaches :data:`CONVERGED_CHI2`, the fit restarts from the next (pupil, defocus)
+corner of :data:`STARTS`. The answer is the candidate with the lowest anomaly,
 ``log10(max(chi2, 1)) + 2 * excess``, where ``excess`` sums the squares of how far each nuisance and the
 flux lie outside their tolerances: of two explanations alike to the noise, the one inside the
 tolerances.
 
 Scores: NH and SPL are the anomaly squashed to [0, 1). DUP is the similarity to the closest image stated
 under another scene times this image's share of the pair's anomaly (a copy misses its stated scene or
-needs nuisances outside tolerance; its original does not).
+needs nuisances outside tolerance; its original does not). For an image the nuisances do not explain,
+:func:`probes` reports which of F05's four probes accounts for the rest; the scores do not use them.
 """
 
 from __future__ import annotations
