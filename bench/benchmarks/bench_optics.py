@@ -5,6 +5,8 @@ All on the reference problem of bench/peers.py (3.2 mm, 550 nm, 4 arcsec pixels)
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .common import PITCH_ARCSEC, WAVELENGTH_NM, airy_scene, clear_caches, pupil_area_m2, single_thread
@@ -183,6 +185,12 @@ class Placement:
                                              row_sums=sums)
         except TypeError:
             self.place_fused = None
+        if "single_precision_placement" in {f.name for f in dataclasses.fields(Sampling)}:
+            single = dataclasses.replace(sampling, single_precision_placement=True)
+            self.place_single = lambda: place(samples, src, scene, ps.grid.band, single, q)
+            self.place_single()
+        else:
+            self.place_single = None
         tx = pixel_taps(1.0 / 3.0, ps.grid.band, sampling.tap_tolerance, q)
         ty = pixel_taps(0.25, ps.grid.band, sampling.tap_tolerance, q)
         k = (tx.size - 1) // 2
@@ -198,6 +206,12 @@ class Placement:
 
     def time_place_separable(self, n):
         self.place_separable(*self.kernel_args)
+
+    def time_place_single_precision(self, n):
+        # The same placement with samples, taps and filter sums in float (Sampling.single_precision_placement).
+        if self.place_single is None:
+            raise NotImplementedError("place_polyphase has no single-precision path in this version")
+        self.place_single()
 
     def time_place_with_scene_and_row_sums(self, n):
         # What render() asks of the kernel for a one-source scene: the image, its copy and its row sums.
