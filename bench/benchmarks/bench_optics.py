@@ -132,7 +132,7 @@ class RenderFast:
 
 
 class FieldEnergy:
-    """``field_energy``: the Parseval total of the far-field pupil (sum of |p|^2 in C++), 284 to 1136 samples."""
+    """``field_energy``: the far-field pupil's Parseval total (sum of |p|^2 in C++), 284 to 1136 samples."""
 
     params = [284, 568, 1136]
     param_names = ["samples"]
@@ -181,8 +181,8 @@ class Placement:
         out, copy, sums = np.empty((n, n)), np.empty((n, n)), np.empty(n)
         try:
             place(samples, src, scene, ps.grid.band, sampling, q, out=out, copy=copy, row_sums=sums)
-            self.place_fused = lambda: place(samples, src, scene, ps.grid.band, sampling, q, out=out, copy=copy,
-                                             row_sums=sums)
+            self.place_fused = lambda: place(samples, src, scene, ps.grid.band, sampling, q, out=out,
+                                             copy=copy, row_sums=sums)
         except TypeError:
             self.place_fused = None
         if "single_precision_placement" in {f.name for f in dataclasses.fields(Sampling)}:
@@ -208,7 +208,7 @@ class Placement:
         self.place_separable(*self.kernel_args)
 
     def time_place_single_precision(self, n):
-        # The same placement with samples, taps and filter sums in float (Sampling.single_precision_placement).
+        # The same placement, samples, taps and filter sums in float (Sampling.single_precision_placement).
         if self.place_single is None:
             raise NotImplementedError("place_polyphase has no single-precision path in this version")
         self.place_single()
