@@ -21,6 +21,7 @@ Run: python bench/commands.py [--rounds 5] [--commands generate,evaluate] [--wor
 """
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+FRESH = itertools.count()  # numbers the output folders of every command of every variant
 ICL = [sys.executable, "-m", "icl"]
 # Runs the icl of another folder: the editable install's import redirection is removed first.
 LAUNCH = (
@@ -82,19 +84,18 @@ def run(argv: list[str], output: Path) -> dict:
 
 def commands(icl: list[str], work: Path, workers: int) -> dict:
     """The timed commands: each call gives the argv and the file it must write (in a fresh place)."""
-    counter = iter(range(10**6))
     extra = ["--workers", str(workers)] if workers > 1 else []
 
     def generate(*flags):
         def make():
-            out = work / f"r{next(counter)}"
+            out = work / f"r{next(FRESH)}"
             argv = ["halo-generate", "--output", str(out), "--seed", "1", *extra, *flags]
             return icl + argv, out / "manifest.json"
 
         return make
 
     def evaluate():
-        score = work / f"score{next(counter)}.json"
+        score = work / f"score{next(FRESH)}.json"
         argv = ["halo-evaluate", "--release", str(work / "release"), "--submission", str(work / "submission")]
         return icl + [*argv, "--output", str(score)], score
 
