@@ -19,9 +19,22 @@ from icl.pro.generate import eye_surfaces, generate, icl_surfaces
 from icl.pro.package import load_package
 from icl.pro.score import score_run
 
-EYE = ("cornea_anterior_radius", "cornea_anterior_conic", "cornea_thickness", "cornea_posterior_radius",
-       "cornea_index", "aqueous_index", "anterior_chamber_depth", "lens_anterior_radius", "lens_thickness",
-       "lens_posterior_radius", "lens_index", "vitreous_index", "axial_length", "pupil_diameter")
+EYE = (
+    "cornea_anterior_radius",
+    "cornea_anterior_conic",
+    "cornea_thickness",
+    "cornea_posterior_radius",
+    "cornea_index",
+    "aqueous_index",
+    "anterior_chamber_depth",
+    "lens_anterior_radius",
+    "lens_thickness",
+    "lens_posterior_radius",
+    "lens_index",
+    "vitreous_index",
+    "axial_length",
+    "pupil_diameter",
+)
 ICL = ("anterior_radius", "posterior_radius", "central_thickness", "index", "vault")
 
 
@@ -67,11 +80,13 @@ def test_a02_vault_is_the_difference_of_the_stated_depths(release, tmp_path):
         assert "noise_budget" not in refs["A02.1"]
         right = e["anterior_chamber_depth"] - f["posterior_vertex_depth"]
         wrong = e["anterior_chamber_depth"] - f["anterior_vertex_depth"]  # the ICL anterior vertex, not vault
-        g = _grades(release, split, tmp_path / f"right-{idir.name}",
-                    {idir.name: {"base": {"vault_mm": right}}})
+        g = _grades(
+            release, split, tmp_path / f"right-{idir.name}", {idir.name: {"base": {"vault_mm": right}}}
+        )
         assert g[(idir.name, "A02.1")] == 1.0
-        g = _grades(release, split, tmp_path / f"wrong-{idir.name}",
-                    {idir.name: {"base": {"vault_mm": wrong}}})
+        g = _grades(
+            release, split, tmp_path / f"wrong-{idir.name}", {idir.name: {"base": {"vault_mm": wrong}}}
+        )
         assert g[(idir.name, "A02.1")] == 0.0
         seen += 1
     assert seen == 3
@@ -91,13 +106,21 @@ def test_b01_refractions_traced_from_measured_biometry_pass_and_wrong_ones_fail(
             assert "eye.axial_length" in refs[cid]["noise_budget"]["by_parameter"]
         without = ref.ocular_refraction_d(eye_surfaces(e), e["axial_length"])
         with_icl = ref.ocular_refraction_d(icl_surfaces(e, f), e["axial_length"])
-        g = _grades(release, split, tmp_path / f"traced-{idir.name}", {idir.name: {"base": {
-            "refraction_without_icl_d": without, "refraction_with_icl_d": with_icl}}})
+        g = _grades(
+            release,
+            split,
+            tmp_path / f"traced-{idir.name}",
+            {idir.name: {"base": {"refraction_without_icl_d": without, "refraction_with_icl_d": with_icl}}},
+        )
         assert g[(idir.name, "B01.2")] == 1.0 and g[(idir.name, "B01.3")] == 1.0
         # Wrong: the spectacle-plane refraction (12 mm vertex distance) and the eye's without the ICL.
         spectacle = without / (1.0 + 0.012 * without)
-        g = _grades(release, split, tmp_path / f"wrong-{idir.name}", {idir.name: {"base": {
-            "refraction_without_icl_d": spectacle, "refraction_with_icl_d": without}}})
+        g = _grades(
+            release,
+            split,
+            tmp_path / f"wrong-{idir.name}",
+            {idir.name: {"base": {"refraction_without_icl_d": spectacle, "refraction_with_icl_d": without}}},
+        )
         assert g[(idir.name, "B01.2")] < 1.0 and g[(idir.name, "B01.3")] == 0.0
         seen += 1
     assert seen == 3
@@ -109,7 +132,9 @@ def test_d06_is_graded_against_the_exact_thin_values(release, tmp_path):
         if not idir.name.startswith("D06"):
             continue
         refs = _refs(release, idir.name)
-        moved, base = (_values(load_package(idir / "cases" / c), f) for c, f in (("moved", "eye"), ("base", "eye")))
+        moved, base = (
+            _values(load_package(idir / "cases" / c), f) for c, f in (("moved", "eye"), ("base", "eye"))
+        )
         mi, bi = (_values(load_package(idir / "cases" / c), "implant") for c in ("moved", "base"))
         residual = -moved["thin_eye_excess"] - mi["thin_power"]
         assert abs(residual - refs["D06.1"]["value"]) < 1e-9
@@ -119,14 +144,29 @@ def test_d06_is_graded_against_the_exact_thin_values(release, tmp_path):
             assert set(refs[cid].get("noise_budget", {}).get("by_parameter", {})) <= {"eye.pupil_diameter"}
         assert refs["D06.3"]["tolerance"] < 0.1
         pupil = moved["pupil_diameter"]
-        g = _grades(release, split, tmp_path / f"right-{idir.name}", {idir.name: {"moved": {
-            "residual_refraction_d": residual, "strehl_ratio": ref.strehl_defocus(-residual, pupil, 550.0)}}})
+        g = _grades(
+            release,
+            split,
+            tmp_path / f"right-{idir.name}",
+            {
+                idir.name: {
+                    "moved": {
+                        "residual_refraction_d": residual,
+                        "strehl_ratio": ref.strehl_defocus(-residual, pupil, 550.0),
+                    }
+                }
+            },
+        )
         assert g[(idir.name, "D06.1")] == 1.0 and g[(idir.name, "D06.3")] == 1.0
         # Wrong: the residual before the movement, and its Strehl ratio.
         before = -base["thin_eye_excess"] - bi["thin_power"]
         wrong_strehl = ref.strehl_defocus(-before, pupil, 550.0)
-        g = _grades(release, split, tmp_path / f"wrong-{idir.name}", {idir.name: {"moved": {
-            "residual_refraction_d": before, "strehl_ratio": wrong_strehl}}})
+        g = _grades(
+            release,
+            split,
+            tmp_path / f"wrong-{idir.name}",
+            {idir.name: {"moved": {"residual_refraction_d": before, "strehl_ratio": wrong_strehl}}},
+        )
         assert g[(idir.name, "D06.1")] < 1.0
         if abs(wrong_strehl - refs["D06.3"]["value"]) > 3 * refs["D06.3"]["tolerance"]:
             assert g[(idir.name, "D06.3")] == 0.0
@@ -146,11 +186,19 @@ def test_f03_encircled_energy_from_the_stated_pupil_passes(release, tmp_path):
         assert set(refs["F03.3"]["noise_budget"]["by_parameter"]) == {"eye.pupil_diameter"}
         right = ref.encircled_energy_airy(rho, 550.0, pupil)
         wrong = ref.encircled_energy_airy(rho, 550.0, pupil / 2)  # the pupil radius taken for its diameter
-        g = _grades(release, split, tmp_path / f"right-{idir.name}",
-                    {idir.name: {"base": {"encircled_energy_airy": right}}})
+        g = _grades(
+            release,
+            split,
+            tmp_path / f"right-{idir.name}",
+            {idir.name: {"base": {"encircled_energy_airy": right}}},
+        )
         assert g[(idir.name, "F03.3")] == 1.0
-        g = _grades(release, split, tmp_path / f"wrong-{idir.name}",
-                    {idir.name: {"base": {"encircled_energy_airy": wrong}}})
+        g = _grades(
+            release,
+            split,
+            tmp_path / f"wrong-{idir.name}",
+            {idir.name: {"base": {"encircled_energy_airy": wrong}}},
+        )
         assert g[(idir.name, "F03.3")] == 0.0
         seen += 1
     assert seen == 3
@@ -179,7 +227,9 @@ def test_e06_width_limit_follows_the_instance(monkeypatch, tmp_path):
     r = b.refs["E06.1"]
     widths = r["calibrated_widths"]
     assert len(widths) == 6 and all(0.0 <= w <= 1.0 for w in widths)
-    assert math.isclose(r["max_mean_width"], gen.E06_WIDTH_FACTOR * float(np.mean(widths)) + gen.E06_WIDTH_SLACK)
+    assert math.isclose(
+        r["max_mean_width"], gen.E06_WIDTH_FACTOR * float(np.mean(widths)) + gen.E06_WIDTH_SLACK
+    )
     assert r["max_mean_width"] < 1.0  # the interval [0, 1] always covers and never passes
     from icl.pro.catalog import load_catalog
     from icl.pro.score import InstanceScorer
@@ -191,12 +241,15 @@ def test_e06_width_limit_follows_the_instance(monkeypatch, tmp_path):
         return InstanceScorer(tmp_path, tmp_path / name, "E06-04", {}).k_coverage(ch, r)[0]
 
     # Calibrated: as wide as each subcase's 5th-95th percentile interval (placed around the truth here).
-    assert grade("calibrated", [[t - w / 2, t + w / 2] for t, w in zip(r["truths"], widths, strict=True)]) == 1.0
+    assert (
+        grade("calibrated", [[t - w / 2, t + w / 2] for t, w in zip(r["truths"], widths, strict=True)]) == 1.0
+    )
     assert grade("wide", [[0.0, 1.0]] * 6) == 0.5  # covers every truth, too wide
     assert grade("point", [[t + 0.05, t + 0.06] for t in r["truths"]]) == 0.0  # narrow, misses
 
 
-# ----------------------------------------------------------------------------- the noise machinery behind them
+# ------------------------------------------------------------------------- the noise machinery behind them
+
 
 def _noise_fixture():
     from icl.keys import ReleaseKey
@@ -216,7 +269,11 @@ def test_pupil_budget_takes_both_sides_of_a_render(monkeypatch):
     from icl.pro import references
 
     gen, noise, e, f, rec = _noise_fixture()
-    monkeypatch.setattr(references, "render_psf", lambda scene, **kw: (np.array([scene["pupil"]["diameter_mm"] ** -4]), {}, None))
+    monkeypatch.setattr(
+        references,
+        "render_psf",
+        lambda scene, **kw: (np.array([scene["pupil"]["diameter_mm"] ** -4]), {}, None),
+    )
 
     def build(e2, f2):
         b = gen.Built(cases={"base": gen.make_package(e2, f2, "BE01", "DF01")})
@@ -237,11 +294,18 @@ def test_a_choice_the_noise_can_flip_accepts_both():
 
     def build(e2, f2):
         b = gen.Built(cases={"base": gen.make_package(e2, f2, "BE01", "DF01")})
-        b.refs = {"X01.2": {"case": "base", "accept": ["smaller_pupil" if e2["pupil_diameter"] < d + 0.05 else "trial_lens"]}}
+        b.refs = {
+            "X01.2": {
+                "case": "base",
+                "accept": ["smaller_pupil" if e2["pupil_diameter"] < d + 0.05 else "trial_lens"],
+            }
+        }
         return b
 
     r = noise.measured(rec, e, f, build).refs["X01.2"]
-    assert r["accept"] == ["smaller_pupil", "trial_lens"] and r["accepted_under_noise"] == ["eye.pupil_diameter"]
+    assert r["accept"] == ["smaller_pupil", "trial_lens"] and r["accepted_under_noise"] == [
+        "eye.pupil_diameter"
+    ]
 
 
 def test_thick_eye_templates_state_exact_inputs():

@@ -70,8 +70,10 @@ NOISY_IMPLANT = ("vault",)
 SHIFTED = ("vault",)
 #: Depths read on the scan that measured a noisy value, from the same reference surface (the corneal
 #: epithelium): they carry that value's error, so their differences (A02's vault) are stated exactly.
-CO_MEASURED = {"posterior_vertex_depth": "anterior_chamber_depth",
-               "anterior_vertex_depth": "anterior_chamber_depth"}
+CO_MEASURED = {
+    "posterior_vertex_depth": "anterior_chamber_depth",
+    "anterior_vertex_depth": "anterior_chamber_depth",
+}
 #: The noisy values the thin-phase scene reads: moving them needs real renders.
 SCENE_PARAMS = ("pupil_diameter",)
 BUDGET_KINDS = ("scalar", "convergence", "angle", "psf", "energy", "solutions")
@@ -136,8 +138,11 @@ def apply_noise(
             for depth, source in CO_MEASURED.items():
                 q = pkg["implant"].get(depth)
                 if source == name and q is not None and isinstance(q.get("value"), (int, float)):
-                    record[f"implant.{depth}"] = {"true": float(q["value"]), "uncertainty": u,
-                                                  "error_of": f"{fname}.{name}"}
+                    record[f"implant.{depth}"] = {
+                        "true": float(q["value"]),
+                        "uncertainty": u,
+                        "error_of": f"{fname}.{name}",
+                    }
                     q.update(value=float(q["value"] + stated - truth), status="measured")
                     record[f"implant.{depth}"]["stated"] = q["value"]
         record[f"{fname}.{name}"] = {"true": float(truth), "stated": stated, "uncertainty": u}

@@ -469,7 +469,9 @@ def _e(t: Instance, tid: str) -> None:
             # The shortest interval holding the stated probability: when the range straddles focus the
             # encircled energy peaks inside it, and that interval keeps the peak.
             lows = np.linspace(0.0, 100.0 * (1.0 - prob), 11)
-            ends = [(float(np.percentile(vals, a)), float(np.percentile(vals, a + 100.0 * prob))) for a in lows]
+            ends = [
+                (float(np.percentile(vals, a)), float(np.percentile(vals, a + 100.0 * prob))) for a in lows
+            ]
             ivs.append(list(min(ends, key=lambda iv: iv[1] - iv[0])))
         t.metric("s1", "E06.1", ivs)
         t.metric("s1", "E06.2", nominal)
