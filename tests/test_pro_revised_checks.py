@@ -317,3 +317,45 @@ def test_thick_eye_templates_state_exact_inputs():
     recs = plan(load_catalog(), 8, ReleaseKey.from_seed(7))
     held = [r for r in recs if r["split"] in ("test", "ood")]
     assert {r["template"] for r in held if "noise" not in r} == set(EXACT_TEMPLATES) == {"C05", "D02"}
+
+
+def test_d04_rotation_is_not_passed_by_a_psf_the_rotation_leaves_alone(tmp_path):
+    """D04.1 grades the submission's own pair; a centred round blob is covariant under any rotation, so
+    where the reference changes under the rotation the submission's PSF must change too."""
+    from icl.pro.catalog import load_catalog
+    from icl.pro.results_schema import write_psf
+    from icl.pro.score import InstanceScorer
+
+    ch = next(c for c in load_catalog().template("D04").auto_checks if c.id == "D04.1")
+    axis = (np.arange(64) - 31.5) * 0.1
+    x, y = np.meshgrid(axis, axis)
+
+    def blob(cx, cy, sx=0.3, sy=0.6):
+        g = np.exp(-((x - cx) ** 2) / (2 * sx**2) - ((y - cy) ** 2) / (2 * sy**2))
+        return g / g.sum()
+
+    base = blob(0.5, 0.2)  # elongated along y and shifted: a cylinder with a decentre
+    rotated = np.rot90(base, -1)  # the same turned a quarter counter-clockwise
+    for case, img in (("on_base", base), ("on_rotated", rotated)):
+        (tmp_path / "private" / "psf" / "D04-04").mkdir(parents=True, exist_ok=True)
+        np.savez(
+            tmp_path / "private" / "psf" / "D04-04" / f"{case}.npz", psf=img, x_arcmin=axis, y_arcmin=axis
+        )
+    r = {"base": "on_base", "rotated": "on_rotated", "quarter_turns": 1}
+
+    def grade(name, a, b):
+        for case, img in (("on_base", a), ("on_rotated", b)):
+            write_psf(
+                tmp_path / name / "results" / "D04-04" / case / "psf_linear.npz",
+                img,
+                axis,
+                axis,
+                6.0,
+                [550.0],
+            )
+        return InstanceScorer(tmp_path, tmp_path / name, "D04-04", {}).k_rotation(ch, r)[0]
+
+    assert grade("right", base, rotated) == 1.0
+    round_blob = blob(0.0, 0.0, 0.4, 0.4)
+    assert grade("round", round_blob, round_blob) == 0.0  # covariant, but ignores what rotates
+    assert grade("unrotated", base, base) == 0.0  # the implant's rotation left out

@@ -268,6 +268,14 @@ class InstanceScorer:
         # Row i grows with +y and column j with +x, so np.rot90(a, +1) turns the picture clockwise: a
         # counter-clockwise turn by q quarters is np.rot90(a, -q).
         d = float(np.abs(np.rot90(a, -r["quarter_turns"]) - b).sum() / max(np.abs(b).sum(), 1e-300))
+        # A PSF that the rotation leaves alone (a centred round blob that ignores the cylinder and the
+        # decentre) is trivially covariant; where the reference changes under the rotation, the
+        # submission's own PSF must change by at least half as much.
+        ra, rb = self.ref_psf(r["base"]), self.ref_psf(r["rotated"])
+        moved_ref = float(np.abs(ra - rb).sum() / max(np.abs(rb).sum(), 1e-300))
+        moved = float(np.abs(a - b).sum() / max(np.abs(b).sum(), 1e-300))
+        if moved_ref > 3 * ch.tolerance and moved < moved_ref / 2:
+            return 0.0, f"the PSF changes by {moved:.3g} under the rotation, the reference by {moved_ref:.3g}"
         return _grade(d, ch.tolerance), f"rotated mismatch {d:.3g}"
 
     def k_solutions(self, ch: Check, r: dict) -> tuple[float, str]:
