@@ -93,12 +93,18 @@ def test_fit_mode_through_the_cli(genuine, tmp_path):
         write_json(rel / "public" / "stated" / f"{i}.json", stated)
     write_json(rel / "public" / "forensics_cases.json", {"images": sorted(images)})
     sub = tmp_path / "fit.json"
-    args = ["--release", str(rel), "--output", str(sub), "--mode", "fit"]
+    details = tmp_path / "d.json"
+    args = ["--release", str(rel), "--output", str(sub), "--mode", "fit", "--details", str(details)]
     res = CliRunner().invoke(forensics_baseline, args)
     assert res.exit_code == 0, res.output
     scores = load_json(sub)["scores"]
     assert scores["img_001"]["NH"] > 0.5 > 0.05 > scores["img_000"]["NH"]
     assert scores["img_001"]["SPL"] == scores["img_001"]["NH"]
+    # The details hold every fit; only the image the nuisances leave unexplained gets the F05 probes.
+    fits = load_json(details)["fits"]
+    assert fits["img_000"]["chi2"] < 1.1 and "probes" not in fits["img_000"]
+    assert len(fits["img_000"]["u"]) == 6
+    assert max(fits["img_001"]["probes"], key=fits["img_001"]["probes"].get) == "energy"
 
 
 @pytest.mark.parametrize("kind", ["energy", "sampling", "path"])
