@@ -8,6 +8,7 @@ key kept in ``private/release.key``.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import json
@@ -330,23 +331,55 @@ def split_paths(split: str) -> tuple[str, str]:
     raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
 
 
-def _write_split(
-    out: Path, name: str, cases: list[HaloCase], refs: dict, research: list[ResearchCard], axis: np.ndarray
-) -> dict:
-    """Write a split's references and public case file; return its manifest entry."""
+def write_reference(out: Path, private: str, ref: Reference) -> None:
+    """Write one reference's ``<condition>.npz`` and ``<condition>.json`` into ``out / private``."""
+    cid = ref.condition.id
+    write_npz(
+        out / private / f"{cid}.npz",
+        components=ref.result.components,
+        scene=ref.result.scene,
+        angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
+        x_arcmin=ref.result.x_arcmin,
+        y_arcmin=ref.result.y_arcmin,
+    )
+    atomic_write_bytes(out / private / f"{cid}.json", record_json(ref.record))
+
+
+def build_and_write(task: tuple[Path, str, Condition]) -> None:
+    """Build the reference of ``(out, private, condition)`` and write it (no data travels back)."""
+    out, private, cond = task
+    write_reference(out, private, build_reference(cond))
+
+
+def _build_shared(
+    conds: list[Condition], out: Path, private: str, drawer, drawing: list, progress: bool
+) -> None:
+    """Build and write ``conds`` here, lending one at a time to ``drawer`` once its figures are done.
+
+    The two processes take conditions from the two ends of the list, so the gallery's process is not idle
+    while this one finishes the split; a reference is the same bytes wherever it is computed.
+    """
+    from rich.progress import Progress
+
+    pending = collections.deque(conds)
+    lent = None
+    with Progress(disable=not progress) as bar:
+        task = bar.add_task("render test conditions", total=len(conds))
+        while pending or lent is not None:
+            if lent is not None and (lent.done() or not pending):
+                lent.result()  # raises the background process's error, if any
+                lent = None
+                bar.advance(task)
+            if lent is None and pending and all(f.done() for f in drawing):
+                lent = drawer.submit(build_and_write, (out, private, pending.pop()))
+            if pending:
+                build_and_write((out, private, pending.popleft()))
+                bar.advance(task)
+
+
+def _public_split(out: Path, name: str, cases: list[HaloCase], research: list[ResearchCard], axis) -> dict:
+    """Write a split's public case file; return its manifest entry."""
     public, private = split_paths(name)
-    for case in cases:
-        for cond in case.conditions:
-            ref = refs[cond.id]
-            write_npz(
-                out / private / f"{cond.id}.npz",
-                components=ref.result.components,
-                scene=ref.result.scene,
-                angular_pixel_arcsec=np.float64(ref.result.angular_pixel_arcsec),
-                x_arcmin=ref.result.x_arcmin,
-                y_arcmin=ref.result.y_arcmin,
-            )
-            atomic_write_bytes(out / private / f"{cond.id}.json", record_json(ref.record))
     write_json(out / public, public_document(cases, research, axis))
     return {"public": public, "private": private, "cases": [c.id for c in cases]}
 
@@ -415,15 +448,21 @@ def generate(
     cases, research = load_cases(cases_directory)
     test = build_test_split(cases, key, test_variants)
     splits = {"dev": cases, "test": test} if test else {"dev": cases}
-    refs: dict[str, Reference] = {}
     with contextlib.ExitStack() as stack:
-        # Locally the gallery is drawn in one background process while the test split renders and the
-        # files are written: matplotlib is Python-bound, the references mostly C++ on their own threads.
+        # Locally the gallery is drawn in one background process while the test split renders and is
+        # written (matplotlib is Python-bound, the references mostly C++ on their own threads); once the
+        # figures are done, that process builds test references too.
         drawer = stack.enter_context(_background_process()) if gallery and scheduler is None else None
         if drawer:
             drawer.submit(prepare_canvas)  # imports matplotlib while the development split renders
+        refs: dict[str, Reference] = {}
+        drawing: list = []  # the gallery's figures, when the background process draws them
         for name, split_cases in splits.items():
+            private = split_paths(name)[1]
             conds = [c for case in split_cases for c in case.conditions]
+            if name == "test" and drawer:
+                _build_shared(conds, out, private, drawer, drawing, progress)
+                continue
             results = run_tasks(
                 build_reference,
                 conds,
@@ -432,13 +471,15 @@ def generate(
                 description=f"render {name} conditions",
                 quiet=not progress,
             )
-            refs.update(zip((c.id for c in conds), results, strict=True))
-            if name == "dev":
+            if name == "dev":  # kept for the gallery; the test references are not needed again
+                refs = {ref.condition.id: ref for ref in results}
                 tasks = [(case, {c.id: refs[c.id] for c in case.conditions}) for case in cases]
-                drawing = [drawer.submit(case_figure, t) for t in tasks] if drawer else None
+                drawing = [drawer.submit(case_figure, t) for t in tasks] if drawer else []
+            for ref in results:
+                write_reference(out, private, ref)
         axis = refs[cases[0].conditions[0].id].result.x_arcmin
         manifest_splits = {
-            name: _write_split(out, name, split_cases, refs, research if name == "dev" else [], axis)
+            name: _public_split(out, name, split_cases, research if name == "dev" else [], axis)
             for name, split_cases in splits.items()
         }
         if test:
@@ -446,7 +487,7 @@ def generate(
         atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
         write_key(out, key)
         if gallery:
-            if drawing is not None:
+            if drawer:
                 figures = [f.result() for f in drawing]
             else:
                 figures = run_tasks(
