@@ -122,6 +122,10 @@ def test_calibrate_patient_controls_and_report(demo, tmp_path):
         )
     md = (out / "patient.md").read_text()
     assert "Kendall tau" in md and "patient_rank_stability.png" in md
+    # the report names the command with the options that were set, defaults left out
+    assert doc["context"]["command"] == (
+        f"icl calibrate patient --release {demo} --output {out} --work {work} --replicates 20 --raster 64"
+    )
     assert (out / "patient_pass_rates.png").stat().st_size > 1000
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 TRACKS = ("pro", "halo", "patient", "forensics")
 DEFAULT_RELEASES = {
@@ -101,7 +103,7 @@ def calibrate(
     from icl.calibrate import core, report
 
     work.mkdir(parents=True, exist_ok=True)
-    context = {"commit": _commit(), "command": f"icl calibrate {track}"}
+    context = {"commit": _commit(), "command": _command_line(click.get_current_context())}
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -119,6 +121,16 @@ def calibrate(
         cal = core.calibration(table, replicates, progress=lambda k: bar.advance(task))
     files = report.write(cal, output, context)
     click.echo(f"calibration report: {files['markdown']} ({', '.join(cal['order'])})")
+
+
+def _command_line(ctx: click.Context) -> str:
+    """Return the command as run: TRACK and every option set by the user (defaults left out), quoted."""
+    words = ["icl", "calibrate", ctx.params["track"]]
+    for param in ctx.command.params:
+        if param.name == "track" or ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT:
+            continue
+        words += [param.opts[0], str(ctx.params[param.name])]
+    return shlex.join(words)
 
 
 def _describe(release: Path) -> str:
