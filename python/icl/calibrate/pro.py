@@ -17,6 +17,11 @@ from icl.calibrate.core import Table
 
 ORDER = ("full-model", "knowledge-qa", "ignores_hole", "geometric", "hand_halo", "gaussian", "constant")
 ROLES = {"full-model": "ceiling", "constant": "floor"}
+#: Report line of the references left out of the ranking.
+NOT_RANKED = (
+    "not ranked (left out of every baseline's score alike; a template with no ranked reference leaves "
+    "its group's mean)"
+)
 
 
 def run(
@@ -44,10 +49,7 @@ def run(
     ctx = {
         "instances": f"{len(ids)} {split} instances ({per_template} per template)",
         "runs": runs,
-        "not ranked (reference frozen out; its template scores 0 for every baseline)": "; ".join(
-            f"{k}: {v}" for k, v in frozen
-        )
-        or "none",
+        NOT_RANKED: "; ".join(f"{k}: {v}" for k, v in frozen) or "none",
         "scores": {
             s["name"]: {
                 "score": s["professional_score"],
