@@ -7,14 +7,38 @@ import click
 import pytest
 from click.testing import CliRunner
 from icl._paths import cases_dir
-from icl.cli import SECTIONS, main, one_line
+from icl.cli import COMMANDS, SECTIONS, main, one_line
 
 EYE = cases_dir() / "examples" / "eye"
 ENV80 = {"COLUMNS": "80"}
 
 
 def _commands():
-    return sorted(main.commands.items())
+    ctx = click.Context(main)
+    return [(n, main.get_command(ctx, n)) for n in main.list_commands(ctx)]
+
+
+def test_the_command_table_matches_the_modules():
+    """Every module named in ``icl.cli.COMMANDS`` holds exactly the commands the table gives it."""
+    import importlib
+
+    for module in set(COMMANDS.values()):
+        held = {c.name for c in importlib.import_module(module).COMMANDS}
+        assert held == {n for n, m in COMMANDS.items() if m == module}, module
+
+
+def test_running_one_command_imports_only_its_module():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from icl.cli import main; "
+        "main(['halo-validate-prediction', '--help'], standalone_mode=False); "
+        "print(sorted(m for m in ('icl.pro.cli', 'icl.patient.cli', 'icl.optics.render') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.parametrize("name,cmd", _commands(), ids=[n for n, _ in _commands()])

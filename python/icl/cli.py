@@ -13,22 +13,29 @@ import click
 from icl import __version__
 from icl.errors import InputError
 
-# Modules whose ``COMMANDS`` list is added to the top-level group (heavy imports stay inside the
-# command bodies, so this costs little).
-COMMAND_MODULES = (
-    "icl.optics.cli",
-    "icl.halo.cli",
-    "icl.eye.cli",
-    "icl.pro.cli",
-    "icl.patient.cli",
-    "icl.contest.cli",
-    "icl.forensics.cli",
-    "icl.demo",
-    "icl.imaging.cli",
-    "icl.review.cli",
-    "icl.sandbox.cli",
-    "icl.calibrate.cli",
-)
+# Every command and the module whose ``COMMANDS`` list holds it. A module is imported only when one of its
+# commands runs (or ``--help`` lists it), so a command does not pay for every track's imports;
+# tests/test_safety_cli.py checks this table against the modules.
+COMMANDS = {
+    "render": "icl.optics.cli",
+    **dict.fromkeys(
+        ("halo-generate", "halo-baseline", "halo-baselines", "halo-evaluate", "halo-validate-prediction"),
+        "icl.halo.cli",
+    ),
+    "eye-trace": "icl.eye.cli",
+    **dict.fromkeys(
+        ("pro-generate", "pro-score", "pro-baselines", "pro-baselines-eval", "pro-validate", "pro-run"),
+        "icl.pro.cli",
+    ),
+    **dict.fromkeys(("patient-annotate", "patient-demo", "patient-score"), "icl.patient.cli"),
+    **dict.fromkeys(("contest-score", "contest-rank"), "icl.contest.cli"),
+    **dict.fromkeys(("forensics-generate", "forensics-baseline", "forensics-evaluate"), "icl.forensics.cli"),
+    "demo": "icl.demo",
+    **dict.fromkeys(("mtf", "scene", "thick-fields", "mtf-figure"), "icl.imaging.cli"),
+    **dict.fromkeys(("review-packets", "review-page", "review-merge"), "icl.review.cli"),
+    "halo-run": "icl.sandbox.cli",
+    "calibrate": "icl.calibrate.cli",
+}
 
 
 # Path parameters that name what a command writes; every other path parameter is an input.
@@ -78,8 +85,21 @@ def one_line(cmd: click.Command) -> str:
 class _Group(click.Group):
     """Run each command inside :func:`icl.io.input_guard`; report bad input in one line, exit status 2.
 
+    Commands are loaded from their modules on first use (:data:`COMMANDS`).
+
     ``icl --help`` lists the commands by track with their whole one-line descriptions.
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            for cmd in importlib.import_module(COMMANDS[cmd_name]).COMMANDS:
+                if cmd.name not in self.commands:
+                    cmd.callback = _guarded(cmd)
+                    self.add_command(cmd)
+        return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         names = [n for n in self.list_commands(ctx) if not self.get_command(ctx, n).hidden]
@@ -107,8 +127,3 @@ class _Group(click.Group):
 def main() -> None:
     """ICL-Bench: reference optics, cases and scoring for ICL halo prediction."""
 
-
-for _name in COMMAND_MODULES:
-    for _cmd in importlib.import_module(_name).COMMANDS:
-        _cmd.callback = _guarded(_cmd)
-        main.add_command(_cmd)
