@@ -45,15 +45,38 @@ needs_cgroup = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _no_stale_groups():
-    yield
-    # Every group a run made is removed with it.
+def _groups() -> set[Path]:
     own = cgroups._own_paths(Path("/proc/self/cgroup").read_text())
+    found: set[Path] = set()
     for ctrl in ("memory", "pids"):
         d = cgroups.CGROUP_ROOT / ctrl / own.get(ctrl, "/").lstrip("/")
         if d.is_dir():
-            assert not [p for p in d.iterdir() if p.name.startswith(cgroups.PREFIX)]
+            found |= {p for p in d.iterdir() if p.name.startswith(cgroups.PREFIX)}
+    return found
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_stale_groups():
+    before = _groups()  # another harness on this host may hold groups of its own
+    yield
+    # Every group a run of this module made is removed with it.
+    assert not [p for p in _groups() - before if f"{cgroups.PREFIX}{os.getpid()}-" in p.name]
+
+
+def test_leftover_groups_of_exited_makers_are_removed(tmp_path: Path) -> None:
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"{cgroups.PREFIX}{gone.pid}-0a1b2c"
+    live = tmp_path / f"{cgroups.PREFIX}{os.getpid()}-0a1b2c"
+    busy = tmp_path / f"{cgroups.PREFIX}{gone.pid}-3d4e5f"
+    unnamed = tmp_path / f"{cgroups.PREFIX}5b79e842f08c"  # no maker in the name: never touched
+    for d in (dead, live, busy, unnamed):
+        d.mkdir()
+    (busy / "cgroup.procs").write_text("1\n")  # still holds a process: kept (rmdir would fail anyway)
+    cgroups._remove_leftovers(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (live, busy, unnamed))
 
 
 @pytest.fixture

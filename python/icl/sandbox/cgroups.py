@@ -14,6 +14,11 @@ cgroup v1 (``memory`` and ``pids`` controllers mounted separately)
 Groups are made below the harness's own group (its row in ``/proc/self/cgroup``), so the limits of whatever
 runs the harness still bound the sandbox. On v2, where the harness's own group holds processes and so may
 not delegate controllers, the group goes below the root instead.
+
+A group is named after the process that made it (``icl-sandbox-<pid>-<random>``). A group outlives its run
+only when the kernel keeps it busy past the removal's deadline (an exiting process not yet reaped on a
+loaded host) or when the harness itself is killed; the next group made in the same place removes such
+leftovers once they are empty and their maker is gone.
 """
 
 from __future__ import annotations
@@ -106,7 +111,7 @@ class RunGroup:
             except OSError:
                 return None
         own = _own_paths(proc_cgroup)
-        name = PREFIX + secrets.token_hex(6)
+        name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
         if (root / "cgroup.controllers").is_file():
             return cls._create_v2(root, own.get("", "/"), name, memory_bytes, processes)
         if (root / "memory" / "memory.usage_in_bytes").is_file() and (
@@ -121,6 +126,8 @@ class RunGroup:
     ) -> RunGroup | None:
         mem = root / "memory" / own.get("memory", "/").lstrip("/") / name
         pids = root / "pids" / own.get("pids", "/").lstrip("/") / name
+        _remove_leftovers(mem.parent)
+        _remove_leftovers(pids.parent)
         try:
             mem.mkdir()
             pids.mkdir()
@@ -140,6 +147,7 @@ class RunGroup:
     ) -> RunGroup | None:
         for parent in (root / own.lstrip("/"), root):
             group = parent / name
+            _remove_leftovers(parent)
             try:
                 ctrls = (parent / "cgroup.subtree_control").read_text().split()
                 if not {"memory", "pids"} <= set(ctrls):
@@ -235,13 +243,45 @@ def _procs(group: Path) -> list[int]:
         return []
 
 
-def _rmdir(d: Path) -> None:
-    # A group is removed with rmdir once empty; the kernel may need a moment after the last exit.
-    for _ in range(50):
+def _rmdir(d: Path, timeout_s: float = 10.0) -> bool:
+    """Remove group ``d`` once empty; True when it is gone.
+
+    The kernel may hold a group for a while after its last process was killed (an exited process counts
+    until its parent reaps it, which on a loaded host took more than a second), hence the deadline.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
         try:
             d.rmdir()
-            return
+            return True
         except FileNotFoundError:
-            return
+            return True
         except OSError:
+            if time.monotonic() > deadline:
+                return False
             time.sleep(0.02)
+
+
+def _maker_gone(name: str) -> bool:
+    """Tell whether the process named in a group's name (``icl-sandbox-<pid>-<random>``) has exited."""
+    pid, sep, _ = name[len(PREFIX) :].partition("-")
+    if not sep or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
+
+
+def _remove_leftovers(parent: Path) -> None:
+    """Remove this module's empty groups in ``parent`` whose maker has exited (best effort)."""
+    try:
+        leftovers = [d for d in parent.iterdir() if d.name.startswith(PREFIX) and _maker_gone(d.name)]
+    except OSError:
+        return
+    for d in leftovers:
+        if not _procs(d):
+            _rmdir(d, timeout_s=0.0)
