@@ -19,22 +19,6 @@ from icl.pro.generate import eye_surfaces, generate, icl_surfaces
 from icl.pro.package import load_package
 from icl.pro.score import score_run
 
-EYE = (
-    "cornea_anterior_radius",
-    "cornea_anterior_conic",
-    "cornea_thickness",
-    "cornea_posterior_radius",
-    "cornea_index",
-    "aqueous_index",
-    "anterior_chamber_depth",
-    "lens_anterior_radius",
-    "lens_thickness",
-    "lens_posterior_radius",
-    "lens_index",
-    "vitreous_index",
-    "axial_length",
-    "pupil_diameter",
-)
 ICL = ("anterior_radius", "posterior_radius", "central_thickness", "index", "vault")
 
 
@@ -98,7 +82,7 @@ def test_b01_refractions_traced_from_measured_biometry_pass_and_wrong_ones_fail(
         if not idir.name.startswith("B01"):
             continue
         pkg = load_package(idir / "cases" / "base")
-        e = {k: _values(pkg, "eye")[k] for k in EYE}
+        e = {k: _values(pkg, "eye")[k] for k in full.EYE_FIELDS}
         f = {k: _values(pkg, "implant")[k] for k in ICL}
         refs = _refs(release, idir.name)
         for cid in ("B01.2", "B01.3"):  # the budget follows the trace through the measured biometry

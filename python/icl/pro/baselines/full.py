@@ -37,24 +37,27 @@ def _v(pkg: dict, dotted: str) -> Any:
     return None if entry is None else entry["value"]
 
 
+#: The eye parameters of a data package that the thin and thick models read.
+EYE_FIELDS = (
+    "cornea_anterior_radius",
+    "cornea_anterior_conic",
+    "cornea_thickness",
+    "cornea_posterior_radius",
+    "cornea_index",
+    "aqueous_index",
+    "anterior_chamber_depth",
+    "lens_anterior_radius",
+    "lens_thickness",
+    "lens_posterior_radius",
+    "lens_index",
+    "vitreous_index",
+    "axial_length",
+    "pupil_diameter",
+)
+
+
 def _eye(pkg: dict) -> dict:
-    keys = (
-        "cornea_anterior_radius",
-        "cornea_anterior_conic",
-        "cornea_thickness",
-        "cornea_posterior_radius",
-        "cornea_index",
-        "aqueous_index",
-        "anterior_chamber_depth",
-        "lens_anterior_radius",
-        "lens_thickness",
-        "lens_posterior_radius",
-        "lens_index",
-        "vitreous_index",
-        "axial_length",
-        "pupil_diameter",
-    )
-    return {k: _v(pkg, f"eye.{k}") for k in keys}
+    return {k: _v(pkg, f"eye.{k}") for k in EYE_FIELDS}
 
 
 def _icl(pkg: dict) -> dict:
