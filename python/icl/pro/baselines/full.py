@@ -24,6 +24,7 @@ import numpy as np
 
 from icl.io import load_json, load_npz, write_json
 from icl.pro import references as ref
+from icl.pro.baselines.runner import energy_ledger
 from icl.pro.package import load_package, scene_from_package
 
 # Second method of the cross-solver and repeat checks, and the convergence levels (pupil samples).
@@ -54,6 +55,11 @@ EYE_FIELDS = (
     "axial_length",
     "pupil_diameter",
 )
+
+
+def _energy(led: dict) -> dict:
+    """``energy.json`` of a render's ledger (the same booking as the other baselines)."""
+    return energy_ledger(led["source_flux"], led["blocked_by_aperture"], led["recorded"])
 
 
 def _eye(pkg: dict) -> dict:
@@ -147,20 +153,7 @@ class Instance:
     def energy(self, case: str) -> None:
         """Write a case's energy ledger from the own render."""
         _, led, _ = self.render(case)
-        inc, blocked, rec = led["source_flux"], led["blocked_by_aperture"], led["recorded"]
-        write_json(
-            self.res / case / "energy.json",
-            {
-                "units": "source_flux",
-                "incident": inc,
-                "reflected": 0.0,
-                "absorbed": 0.0,
-                "blocked": blocked,
-                "transmitted": inc - blocked,
-                "clipped": inc - blocked - rec,
-                "numerical_residual": 0.0,
-            },
-        )
+        write_json(self.res / case / "energy.json", _energy(led))
 
     def alt(self, case: str) -> tuple[np.ndarray, str]:
         """Render the same PSF by a second method: finer pupil sampling and a longer FFT period."""
@@ -767,23 +760,10 @@ def write_contract_files(folder: Path) -> None:
         angular_pixel_arcsec=np.float64(6.0),
         units=np.array("source_flux_per_pixel"),
     )
-    inc, blocked, rec = led["source_flux"], led["blocked_by_aperture"], led["recorded"]
-    write_json(
-        out / "energy.json",
-        {
-            "units": "source_flux",
-            "incident": inc,
-            "reflected": 0.0,
-            "absorbed": 0.0,
-            "blocked": blocked,
-            "transmitted": inc - blocked,
-            "clipped": inc - blocked - rec,
-            "numerical_residual": 0.0,
-        },
-    )
+    write_json(out / "energy.json", _energy(led))
     write_json(
         out / "metrics.json",
-        {"encircled_energy_1arcmin": ref.encircled(img, axis, 1.0), "recorded_fraction": rec},
+        {"encircled_energy_1arcmin": ref.encircled(img, axis, 1.0), "recorded_fraction": led["recorded"]},
     )
     # Paths of the thin model: chief-ray polylines from the cornea (z 0) through the pupil plane to the
     # retina (z 24 mm), at a few pupil heights; weight = share of the pupil area each ray stands for.

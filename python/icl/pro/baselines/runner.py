@@ -161,7 +161,7 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
     return m
 
 
-def _ledger(incident: float, blocked: float, rec: float) -> dict:
+def energy_ledger(incident: float, blocked: float, rec: float) -> dict:
     """energy.json in the results schema: no reflection or absorption is modelled; light past the aperture
     is transmitted, and what the image does not hold of it is clipped. An image holding more than passed
     the aperture books the excess as a negative numerical residual (an energy gain the scorer flags).
@@ -194,7 +194,7 @@ def run(strategy: str, input_dir: Path, output_dir: Path) -> int:
             for stem in ("psf_linear", "psf_repeat"):
                 write_psf(out / case / f"{stem}.npz", img, axis, axis, pitch, waves)
             incident = sum(s["flux"]["value"] * sum(w for _, w in s["spectrum"]["value"]) for s in pkg["illumination"]["sources"])
-            write_json(out / case / "energy.json", _ledger(incident, blocked, float(img.sum())))
+            write_json(out / case / "energy.json", energy_ledger(incident, blocked, float(img.sum())))
             write_json(out / case / "metrics.json", metrics_for(strategy, task, pkg, img))
         if strategy == "ignores_hole" and "F02.1" in {c["id"] for c in task["checks"]}:
             ee = metrics_for(strategy, task, pkg, img)["encircled_energy_1arcmin"]
