@@ -137,7 +137,7 @@ void register_optics(py::module_& m) {
                                 const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& r0,
                                 const py::array_t<std::ptrdiff_t, py::array::c_style | py::array::forcecast>& c0,
                                 std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, std::optional<py::array> out,
-                                std::optional<py::array> copy, std::optional<py::array> row_sums, bool single) {
+                                std::optional<py::array> row_sums, bool single) {
         require(s.ndim() == 2 && ty.ndim() == 2 && tx.ndim() == 2 && r0.ndim() == 1 && c0.ndim() == 1,
                 "place_polyphase: need a 2-D map, (q, taps) tap tables and (q,) offsets");
         const auto q = ty.shape(0);
@@ -151,23 +151,21 @@ void register_optics(py::module_& m) {
         };
         py::array res = out ? *out : py::array(darray({n0, n1}));
         double* o = writable(res, n0, n1, "place_polyphase: out must be a C-contiguous, writeable float64 array of shape (n0, n1)");
-        double* cp = copy ? writable(*copy, n0, n1, "place_polyphase: copy must be a C-contiguous, writeable float64 array of shape (n0, n1)") : nullptr;
         double* rs = row_sums ? writable(*row_sums, n0, 0, "place_polyphase: row_sums must be a writeable float64 array of shape (n0,)") : nullptr;
-        require(!cp || (cp != o && !(cp < o + n0 * n1 && o < cp + n0 * n1)), "place_polyphase: copy must not overlap out");
         const double *sp = s.data(), *typ = ty.data(), *txp = tx.data();
         const std::ptrdiff_t *r0p = r0.data(), *c0p = c0.data();
         const auto s0 = s.shape(0), s1 = s.shape(1), nty = ty.shape(1), ntx = tx.shape(1);
         {
             py::gil_scoped_release nogil;
-            icl::place_polyphase(sp, s0, s1, typ, nty, txp, ntx, r0p, c0p, q, n0, n1, scale, o, cp, rs, single);
+            icl::place_polyphase(sp, s0, s1, typ, nty, txp, ntx, r0p, c0p, q, n0, n1, scale, o, rs, single);
         }
         return res;
     }, py::arg("s"), py::arg("ty"), py::arg("tx"), py::arg("r0"), py::arg("c0"), py::arg("n0"), py::arg("n1"),
-    py::arg("scale") = 1.0, py::arg("out") = py::none(), py::arg("copy") = py::none(), py::arg("row_sums") = py::none(),
+    py::arg("scale") = 1.0, py::arg("out") = py::none(), py::arg("row_sums") = py::none(),
     py::arg("single") = false,
     "Polyphase placement: output (i, j) uses phase (i % q, j % q) taps and offsets r0[i % q] + i // q, "
-    "c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given. copy (n0, n1) "
-    "receives the same values and row_sums (n0,) each row's sum (eight lanes, then the lanes in order), when given. "
+    "c0[j % q] + j // q; times scale, written into out (a float64 (n0, n1) array) when given; row_sums (n0,) "
+    "receives each row's sum (eight lanes, then the lanes in order), when given. "
     "single: samples, taps and filter sums in float (the scale and outputs in double).");
 
     m.def("convolve_linear", [](const darray& a, const darray& k, std::ptrdiff_t r0, std::ptrdiff_t c0,

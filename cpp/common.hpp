@@ -1,6 +1,7 @@
 // Shared helpers for the _core kernels: the thread pool size and a deterministic parallel loop.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <functional>
 
@@ -27,18 +28,30 @@ void set_num_threads(int n);
 void run_parallel(int nt, const std::function<void(int)>& job);
 
 // body(i, t) for i in [0, n), with t the worker's index in [0, workers(n)): lets a worker reuse scratch
-// buffers across its indices. Index i always goes to worker i % workers(n).
+// buffers across its indices (a body must not carry results from one index to the next). Indices go out in
+// consecutive chunks to whichever worker is free, so that a worker woken late or slowed by other work on the
+// machine takes fewer; an index's arithmetic does not depend on the worker that runs it. finish(t), when
+// given, runs on each worker after its last index (e.g. to order its streamed stores before the join).
 inline int workers(std::ptrdiff_t n) { return static_cast<int>(std::max<std::ptrdiff_t>(1, std::min<std::ptrdiff_t>(num_threads(), n))); }
 
-template <class F>
-void parallel_for_worker(std::ptrdiff_t n, F&& body) {
+struct NoFinish {
+    void operator()(int) const {}
+};
+
+template <class F, class G = NoFinish>
+void parallel_for_worker(std::ptrdiff_t n, F&& body, G&& finish = NoFinish{}) {
     const int nt = workers(n);
     if (nt <= 1) {
         for (std::ptrdiff_t i = 0; i < n; ++i) body(i, 0);
+        finish(0);
         return;
     }
+    const std::ptrdiff_t chunk = std::max<std::ptrdiff_t>(1, n / (16 * nt));
+    std::atomic<std::ptrdiff_t> next{0};
     run_parallel(nt, [&](int t) {
-        for (std::ptrdiff_t i = t; i < n; i += nt) body(i, t);
+        for (std::ptrdiff_t lo; (lo = next.fetch_add(chunk, std::memory_order_relaxed)) < n;)
+            for (std::ptrdiff_t i = lo, hi = std::min(n, lo + chunk); i < hi; ++i) body(i, t);
+        finish(t);
     });
 }
 

@@ -217,12 +217,11 @@ ICL_CLONES double sum_squares(const double* v, std::ptrdiff_t n) {
 namespace {
 
 // place_polyphase with the samples, taps and partial sums in T (double, or float for the single-precision
-// placement); the flux scale, the output, its copy and the row sums in double.
+// placement); the flux scale, the output and the row sums in double.
 template <class T>
 void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T* ty, std::ptrdiff_t nty, const T* tx,
                        std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0, std::ptrdiff_t q,
-                       std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* copy,
-                       double* row_sums) {
+                       std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* row_sums) {
     const std::ptrdiff_t cmin = *std::min_element(c0, c0 + q), cmax = *std::max_element(c0, c0 + q);
     const std::ptrdiff_t per_phase = (n1 + q - 1) / q;
     const std::ptrdiff_t w = per_phase + ntx - 1 + (cmax - cmin);  // s columns cmin .. cmin + w
@@ -255,7 +254,7 @@ void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T
             std::fill(tmp.begin(), tmp.end(), T(0));
         }
         // Along x, phase by phase, interleaved into the row buffer; the row's sum while it is in cache, then the
-        // row streamed to the output and to its copy.
+        // row streamed to the output.
         double* o = line.data() + t * n1;
         for (std::ptrdiff_t px = 0; px < q; ++px) {
             const std::ptrdiff_t m = (n1 - px + q - 1) / q;  // output columns of this phase
@@ -270,27 +269,24 @@ void place_polyphase_t(const T* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const T
         }
         if (row_sums) row_sums[i] = lane_sum(o, n1);
         stream_row(o, out + i * n1, n1);
-        if (copy) stream_row(o, copy + i * n1, n1);
-        if (i + nw >= n0) stream_fence();  // this worker's last row: its streamed stores complete before the join
-    });
+    }, [](int) { stream_fence(); });  // each worker's streamed stores complete before the join
 }
 
 }  // namespace
 
 void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
                      const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
-                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* copy,
-                     double* row_sums, bool single) {
+                     std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out, double* row_sums,
+                     bool single) {
     if (!single) {
-        place_polyphase_t(s, s0, s1, ty, nty, tx, ntx, r0, c0, q, n0, n1, scale, out, copy, row_sums);
+        place_polyphase_t(s, s0, s1, ty, nty, tx, ntx, r0, c0, q, n0, n1, scale, out, row_sums);
         return;
     }
     // Samples and taps rounded to float once (each to nearest); the sums run on twice the lanes.
     std::unique_ptr<float[]> sf(new float[static_cast<std::size_t>(s0 * s1)]);
     parallel_for(s0, [&](std::ptrdiff_t i) { std::copy(s + i * s1, s + (i + 1) * s1, sf.get() + i * s1); });
     const std::vector<float> tyf(ty, ty + q * nty), txf(tx, tx + q * ntx);
-    place_polyphase_t(sf.get(), s0, s1, tyf.data(), nty, txf.data(), ntx, r0, c0, q, n0, n1, scale, out, copy,
-                      row_sums);
+    place_polyphase_t(sf.get(), s0, s1, tyf.data(), nty, txf.data(), ntx, r0, c0, q, n0, n1, scale, out, row_sums);
 }
 
 void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,

@@ -12,14 +12,14 @@ void place_separable(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, cons
 // Polyphase form for samples q pixels apart: output row i uses taps ty[(i % q) * nty ...] and rows from
 // r0[i % q] + i / q; output column j uses tx[(j % q) * ntx ...] and columns from c0[j % q] + j / q.
 // Equals place_separable applied to each phase pair and interleaved, with the y pass shared, times `scale`
-// (the product is the last operation: scale 1 changes no bit). When given, `copy` (n0 x n1) receives the same
-// values and row_sums[i] the sum of output row i (eight lanes, then the lanes in order: the same bits on every
+// (the product is the last operation: scale 1 changes no bit). When given, row_sums[i] receives the sum of
+// output row i (eight lanes, then the lanes in order: the same bits on every
 // machine and for any thread count). `single`: samples, taps and the filter sums in float (each rounded to
 // nearest once; about 1e-7 relative), the scale and the outputs in double.
 void place_polyphase(const double* s, std::ptrdiff_t s0, std::ptrdiff_t s1, const double* ty, std::ptrdiff_t nty,
                      const double* tx, std::ptrdiff_t ntx, const std::ptrdiff_t* r0, const std::ptrdiff_t* c0,
                      std::ptrdiff_t q, std::ptrdiff_t n0, std::ptrdiff_t n1, double scale, double* out,
-                     double* copy = nullptr, double* row_sums = nullptr, bool single = false);
+                     double* row_sums = nullptr, bool single = false);
 
 // Sum of v[j]^2 over [0, n) on eight lanes (lane l takes j = l, l + 8, ...), the lanes then added in order: the
 // same bits on every machine (a complex array's energy: its 2 n doubles).

@@ -234,9 +234,10 @@ def test_place_polyphase_scales_last_and_writes_into_out():
             _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, bad)
 
 
-def test_place_polyphase_writes_the_copy_and_row_sums_for_any_thread_count():
-    # The placement can also fill a second image (the scene of a one-source render) and each row's sum (the
-    # ledger's recorded flux) while the row is in cache: the same values, the same bits for 1 and 2 threads.
+def test_place_polyphase_writes_row_sums_and_unaligned_rows_for_any_thread_count():
+    # The placement also gives each row's sum (the ledger's recorded flux) while the row is in cache, and streams
+    # its rows into `out` at any alignment: the same values, the same bits for 1 and 2 threads (rows are handed
+    # to whichever worker is free).
     rng = np.random.default_rng(9)
     s = rng.random((80, 90))
     ty, tx = rng.normal(size=(2, 24)), rng.normal(size=(2, 23))
@@ -244,34 +245,40 @@ def test_place_polyphase_writes_the_copy_and_row_sums_for_any_thread_count():
     before = _core.num_threads()
     runs = []
     try:
-        for threads in (1, 2):
+        for threads in (1, 2, 2):
             _core.set_num_threads(threads)
-            # The copy starts one row into a larger array: rows at every alignment (the rows are streamed).
-            out, copy, sums = np.empty((123, 131)), np.full((124, 131), np.nan)[1:], np.full(123, np.nan)
-            _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.5, out, copy, sums)
-            runs.append((out, copy, sums))
+            fresh = _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.5)
+            # `out` starts one row into a larger array: rows at every alignment.
+            out, sums = np.full((124, 131), np.nan)[1:], np.full(123, np.nan)
+            _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.5, out, sums)
+            runs.append((fresh, out, sums))
     finally:
         _core.set_num_threads(before)
-    (out, copy, sums), (out2, copy2, sums2) = runs
-    assert np.array_equal(copy, out)
+    fresh, out, sums = runs[0]
+    assert np.array_equal(out, fresh)
     np.testing.assert_allclose(sums, out.sum(axis=1), rtol=1e-13)
-    assert np.array_equal(out2, out) and np.array_equal(copy2, copy) and np.array_equal(sums2, sums)
-    with pytest.raises(ValueError, match="copy must not overlap"):
-        _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, out, out)
+    for other in runs[1:]:
+        assert all(np.array_equal(a, b) for a, b in zip(other, runs[0], strict=True))
     with pytest.raises(ValueError, match="row_sums must be"):
-        _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, out, None, np.empty(122))
+        _core.place_polyphase(s, ty, tx, r0, c0, 123, 131, 1.0, out, np.empty(122))
 
 
-def test_one_source_render_scene_is_its_own_array_and_the_ledger_sums_it():
-    # The placement writes a one-source scene and the ledger's row sums itself: the scene equals the component
-    # but is a separate array, and the recorded flux is the image's sum.
+def test_render_result_is_read_only_and_a_one_source_scene_is_its_component():
+    # A one-source scene is the component itself (no copy of the image), the recorded flux is the image's sum
+    # (the placement's row sums), and neither array can be changed in place: a caller that wants to modify
+    # the image copies it, so the component and the scene can never disagree.
     from icl.optics import Detector, Pupil, Scene, Source, render
 
     res = render(Scene((Source(x_arcmin=1.0, flux=2.0),), Pupil(), Detector(n=96)))
-    assert np.array_equal(res.scene, res.components[0]) and not np.shares_memory(res.scene, res.components)
+    assert np.shares_memory(res.scene, res.components) and np.array_equal(res.scene, res.components[0])
     assert res.ledgers[0]["recorded"] == pytest.approx(float(res.scene.sum()), rel=1e-13)
-    res.scene[0, 0] += 1.0
-    assert res.components[0, 0, 0] != res.scene[0, 0]
+    for arr in (res.scene, res.components):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0, 0] += 1.0
+    two = render(Scene((Source(), Source(id="L2", x_arcmin=2.0)), Pupil(), Detector(n=64)))
+    assert np.array_equal(two.scene, two.components.sum(axis=0)) and not two.scene.flags.writeable
+    image = res.scene.copy()
+    image[0, 0] += 1.0  # a copy is the caller's own
 
 
 def test_place_polyphase_in_single_precision_is_close_and_deterministic():

@@ -178,11 +178,11 @@ class Placement:
         src = Source(x_arcmin=step / 3.0, y_arcmin=step / 4.0)
         self.place = lambda: place(samples, src, scene, ps.grid.band, sampling, q)
         self.place()  # tap design is cached from here on
-        out, copy, sums = np.empty((n, n)), np.empty((n, n)), np.empty(n)
+        out, sums = np.empty((n, n)), np.empty(n)
         try:
-            place(samples, src, scene, ps.grid.band, sampling, q, out=out, copy=copy, row_sums=sums)
+            place(samples, src, scene, ps.grid.band, sampling, q, out=out, row_sums=sums)
             self.place_fused = lambda: place(samples, src, scene, ps.grid.band, sampling, q, out=out,
-                                             copy=copy, row_sums=sums)
+                                             row_sums=sums)
         except TypeError:
             self.place_fused = None
         if "single_precision_placement" in {f.name for f in dataclasses.fields(Sampling)}:
@@ -213,10 +213,10 @@ class Placement:
             raise NotImplementedError("place_polyphase has no single-precision path in this version")
         self.place_single()
 
-    def time_place_with_scene_and_row_sums(self, n):
-        # What render() asks of the kernel for a one-source scene: the image, its copy and its row sums.
+    def time_place_with_row_sums(self, n):
+        # What render() asks of the kernel: the image written into the component, and its row sums.
         if self.place_fused is None:
-            raise NotImplementedError("place_polyphase has no copy / row_sums outputs in this version")
+            raise NotImplementedError("place_polyphase has no row_sums output in this version")
         self.place_fused()
 
 

@@ -162,9 +162,9 @@ class RenderResult:
     Attributes
     ----------
     components : ndarray, shape (n_sources, n, n)
-        Pixel flux of each source (linear, units of the source flux; row = +y, column = +x).
+        Pixel flux of each source (linear, units of the source flux; row = +y, column = +x). Read-only.
     scene : ndarray, shape (n, n)
-        Sum of the components.
+        Sum of the components; for one source, ``components[0]`` itself. Read-only: copy it to change it.
     x_arcmin, y_arcmin : ndarray
         Pixel-centre coordinates.
     angular_pixel_arcsec : float
@@ -211,7 +211,6 @@ def place(
     *,
     scale: float = 1.0,
     out: np.ndarray | None = None,
-    copy: np.ndarray | None = None,
     row_sums: np.ndarray | None = None,
 ) -> np.ndarray:
     """Integrate the band-limited intensity over each detector pixel at the source's exact position.
@@ -219,9 +218,9 @@ def place(
     ``samples`` are taken every ``q`` pixels (``q`` > 1 only for point sources). Pixel j sits at
     ``t_j = (j + base) / q`` samples from the source; the pixels of one phase ``j mod q`` share the
     sub-sample offset and use one separable filter. The result is multiplied by ``scale`` (last, so that
-    1 changes nothing) and written into ``out`` (float64, detector shape) when given; ``copy`` (the same
-    shape) receives the same values and ``row_sums`` (float64, one per row) each row's sum, when given
-    (for a point source in the placement kernel itself, while each row is in cache).
+    1 changes nothing) and written into ``out`` (float64, detector shape) when given; ``row_sums`` (float64,
+    one per row) receives each row's sum when given (for a point source in the placement kernel itself, while
+    each row is in cache).
     """
     det = scene.detector
     n = det.n
@@ -234,16 +233,16 @@ def place(
 
         img = place_image(samples, source, scene, band, sampling)
         img = img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
-        return _copy_and_sum(img, copy, row_sums)
+        return _sum_rows(img, row_sums)
     if source.extent.kind == "point":
         (ty, r0), (tx, c0) = (_tap_table(base, band, tol, q, s) for base in (base_y, base_x))
-        return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out, copy, row_sums,
+        return core.place_polyphase(samples, ty, tx, r0, c0, n, n, scale, out, row_sums,
                                     sampling.single_precision_placement)
     fx, fy = math.floor(base_x), math.floor(base_y)
     kern, k2 = disk_kernel(base_y - fy, base_x - fx, source.extent.diameter_arcmin / step, band, tol)
     img = core.convolve_linear(samples, kern, fy + k2 + s // 2, fx + k2 + s // 2, n, n)
     img = img if out is None and scale == 1.0 else np.multiply(img, scale, out=out)
-    return _copy_and_sum(img, copy, row_sums)
+    return _sum_rows(img, row_sums)
 
 
 @lru_cache(maxsize=256)
@@ -265,10 +264,8 @@ def _tap_table(base: float, band: float, tol: float, q: int, s: int) -> tuple[np
     return table, first
 
 
-def _copy_and_sum(img: np.ndarray, copy: np.ndarray | None, row_sums: np.ndarray | None) -> np.ndarray:
-    """Fill the outputs :func:`place` gives besides the image, for placements done outside its kernel."""
-    if copy is not None:
-        np.copyto(copy, img)
+def _sum_rows(img: np.ndarray, row_sums: np.ndarray | None) -> np.ndarray:
+    """Fill the row sums :func:`place` gives besides the image, for placements done outside its kernel."""
     if row_sums is not None:
         np.sum(img, axis=1, out=row_sums)
     return img
@@ -302,9 +299,8 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     steps = [q_point if src.extent.kind == "point" else 1 for src in scene.sources]
     supports = {q: support_samples(scene, sampling, q) for q in set(steps)}
     comps = np.empty((len(scene.sources), det.n, det.n))  # placement writes every pixel
-    # One source: the placement also writes the scene (no copy afterwards); every placement gives its row
-    # sums, whose total is the ledger's recorded flux (no second pass over the component).
-    scene_sum = np.empty((det.n, det.n)) if len(scene.sources) == 1 else None
+    # Every placement gives its row sums, whose total is the ledger's recorded flux (no second pass over the
+    # component).
     row_sums = np.empty(det.n)
     ledgers = []
     used = {}
@@ -324,13 +320,10 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
         # Nothing to place when no weighted wavelength carries energy (placing zeros would give zeros).
         if src.flux != 0.0 and any(w != 0.0 and ps.grid_energy > 0.0 for ps, w in parts):
             samples = np.asarray(weighted, dtype=float)
-            place(samples, src, scene, band, sampling, q, scale=src.flux, out=comps[i], copy=scene_sum,
-                  row_sums=row_sums)
+            place(samples, src, scene, band, sampling, q, scale=src.flux, out=comps[i], row_sums=row_sums)
             recorded = float(row_sums.sum())
         else:
             comps[i] = 0.0
-            if scene_sum is not None:
-                scene_sum[...] = 0.0
             recorded = 0.0
         grid_energy = src.flux * sum(w * ps.grid_energy for ps, w in parts)
         ledgers.append(energy_ledger(src, scene.pupil, comps[i], grid_energy, recorded))
@@ -343,8 +336,10 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
                 "sample_step_px": q,
             }
     axis = det.axis_arcmin
-    if scene_sum is None:
-        scene_sum = comps.sum(axis=0)
+    # The result is read-only: a one-source scene is its component itself (no 8 MB copy at 1024 x 1024).
+    comps.setflags(write=False)
+    scene_sum = comps[0] if len(scene.sources) == 1 else comps.sum(axis=0)
+    scene_sum.setflags(write=False)
     return RenderResult(
         comps,
         scene_sum,
