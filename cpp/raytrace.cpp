@@ -480,20 +480,9 @@ void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& op
     std::vector<Consts> consts(static_cast<std::size_t>(n_surfaces));
     for (std::ptrdiff_t j = 0; j < n_surfaces; ++j) consts[static_cast<std::size_t>(j)] = Consts(surfaces[j], opt);
     std::atomic<std::ptrdiff_t> next{0};
-    // The next block's input is requested while this block is traced (about 2.5 us of arithmetic a block,
-    // enough to bring its 136 lines from memory): at a million rays the block copy otherwise waits on memory.
-    // Each thread claims its next item one ahead, so that the first block of that item is requested too.
-    const auto prefetch = [&](std::ptrdiff_t lo) {
-        const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, in.count - lo));
-        for (const double* a : {in.x, in.y, in.z, in.l, in.m, in.n, in.opl, in.w})
-            for (int i = 0; i < cnt; i += 8) __builtin_prefetch(a + lo + i, 0, 2);
-        for (int i = 0; i < cnt; i += 16) __builtin_prefetch(in.flags + lo + i, 0, 2);
-    };
-    const auto claim = [&] { return next.fetch_add(1, std::memory_order_relaxed); };
     const auto work = [&](int) {
         Block b;
-        for (std::ptrdiff_t item = claim(), following; item < n_items; item = following) {
-            following = claim();
+        for (std::ptrdiff_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
             const std::ptrdiff_t end = std::min(in.count, (item + 1) * item_rays);
             for (std::ptrdiff_t lo = item * item_rays; lo < end; lo += kBlock) {
                 const int cnt = static_cast<int>(std::min<std::ptrdiff_t>(kBlock, end - lo));
@@ -508,10 +497,6 @@ void trace(const Surface* surfaces, std::ptrdiff_t n_surfaces, const Options& op
                     b.n[i] = b.w[i] = 1.0;
                     b.flags[i] = missed;
                 }
-                if (lo + kBlock < end)
-                    prefetch(lo + kBlock);
-                else if (following < n_items)
-                    prefetch(following * item_rays);
                 trace_block(surfaces, consts.data(), n_surfaces, opt, b);
                 std::copy_n(b.x, cnt, out.x + lo); std::copy_n(b.y, cnt, out.y + lo); std::copy_n(b.z, cnt, out.z + lo);
                 std::copy_n(b.l, cnt, out.l + lo); std::copy_n(b.m, cnt, out.m + lo); std::copy_n(b.n, cnt, out.n + lo);
