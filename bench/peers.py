@@ -42,8 +42,9 @@ against the transforms: the least that the render's ratio to its own FFTs could 
 
 Timing: every contender runs in this one process (``--threads`` threads for FFTW, BLAS, OpenMP, scipy
 workers and icl), is called once to warm up (reported as "first call"; FFTW planning, basis set-up; its
-image gives the error), then ``--rounds`` rounds call the contenders one after the other (A B C A B C
-...), so that the load of a shared machine hits them alike. Reported: the median over rounds, and the
+image gives the error), then ``--rounds`` rounds call the contenders one after the other, each round
+starting one contender later (A B C, B C A, C A B, ...), so that the load of a shared machine hits them
+alike and what one call leaves behind does not always fall on the same next contender. Reported: the median over rounds, and the
 ratio to icl as the median of the per-round ratios. The load average is printed before and after.
 
 Memory: each contender also runs once in a subprocess of its own (skip with ``--no-memory``); the peak
@@ -482,12 +483,19 @@ def _load() -> str:
 
 
 def interleaved(runners: dict[str, Callable[[], np.ndarray]], rounds: int) -> dict[str, list[float]]:
-    """Call every runner once per round, in the same order each round; the seconds of each call."""
+    """Call every runner once per round; the seconds of each call.
+
+    Round r starts at the r-th contender (A B C, B C A, C A B, ...): what a call leaves behind (a BLAS pool's
+    threads still spinning on both cores for about 0.1 s, a heap handed back to the system) then falls on a
+    different next contender each round instead of always on the same one.
+    """
     times: dict[str, list[float]] = {name: [] for name in runners}
-    for _ in range(rounds):
-        for name, run in runners.items():
+    order = list(runners)
+    for r in range(rounds):
+        k = r % len(order)
+        for name in order[k:] + order[:k]:
             t0 = time.perf_counter()
-            run()
+            runners[name]()
             times[name].append(time.perf_counter() - t0)
     return times
 
