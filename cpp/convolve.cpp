@@ -139,17 +139,22 @@ inline void tap_row(const float* t, std::ptrdiff_t k, const float* r, float* d, 
     fir_f(t, k, r, d, n);
 }
 
-// Sum of v[0..n) on eight lanes (lane l takes v[l], v[l + 8], ...), the lanes then added in order: the same
-// bits in every clone and for any thread count.
-ICL_CLONES double lane_sum(const double* v, std::ptrdiff_t n) {
+// Sum of term(v[j]) over [0, n) on eight lanes (lane l takes j = l, l + 8, ...), the lanes then added in
+// order: the same bits in every clone and for any thread count.
+template <class Term>
+[[gnu::always_inline]] inline double lane_total(const double* v, std::ptrdiff_t n, Term term) {
     double acc[8] = {};
     std::ptrdiff_t j = 0;
     for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; ++l) acc[l] += v[j + l];
+        for (int l = 0; l < 8; ++l) acc[l] += term(v[j + l]);
     double total = 0.0;
     for (int l = 0; l < 8; ++l) total += acc[l];
-    for (; j < n; ++j) total += v[j];
+    for (; j < n; ++j) total += term(v[j]);
     return total;
+}
+
+ICL_CLONES double lane_sum(const double* v, std::ptrdiff_t n) {
+    return lane_total(v, n, [](double x) { return x; });
 }
 
 // dst[0..n) = src[0..n) with non-temporal stores where dst is aligned to the vector width (the image rows are
@@ -204,14 +209,7 @@ ICL_CLONES void interleave2(const float* a0, std::ptrdiff_t n0, const float* a1,
 }  // namespace
 
 ICL_CLONES double sum_squares(const double* v, std::ptrdiff_t n) {
-    double acc[8] = {};
-    std::ptrdiff_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; ++l) acc[l] += v[j + l] * v[j + l];
-    double total = 0.0;
-    for (int l = 0; l < 8; ++l) total += acc[l];
-    for (; j < n; ++j) total += v[j] * v[j];
-    return total;
+    return lane_total(v, n, [](double x) { return x * x; });
 }
 
 namespace {

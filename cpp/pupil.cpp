@@ -55,27 +55,23 @@ double disk_rect_area(double cx, double cy, double r, double x0, double x1, doub
 
 namespace {
 
-// hypot(a, b) compared with r, decided from a^2 + b^2 wherever its rounding (a few ulp) cannot change the
-// answer; only points within 1e-12 of the circle take hypot (a library call that costs most of a cell).
-inline bool inside_circle(double a, double b, double r) {
+// hypot(a, b) <= r (`below`) or hypot(a, b) >= r (not `below`), decided from a^2 + b^2 wherever its rounding
+// (a few ulp) cannot change the answer; only points within 1e-12 of the circle (or NaN) take hypot, a library
+// call that costs most of a cell.
+inline bool hypot_vs(double a, double b, double r, bool below) {
     const double d2 = a * a + b * b, r2 = r * r;
-    if (d2 < r2 * (1.0 - 1e-12)) return true;
-    if (d2 > r2 * (1.0 + 1e-12)) return false;
-    return std::hypot(a, b) <= r;
-}
-inline bool outside_circle(double a, double b, double r) {
-    const double d2 = a * a + b * b, r2 = r * r;
-    if (d2 > r2 * (1.0 + 1e-12)) return true;
-    if (d2 < r2 * (1.0 - 1e-12)) return false;
-    return std::hypot(a, b) >= r;
+    if (d2 < r2 * (1.0 - 1e-12)) return below;
+    if (d2 > r2 * (1.0 + 1e-12)) return !below;
+    const double h = std::hypot(a, b);
+    return below ? h <= r : h >= r;
 }
 
 // Exact coverage of the cell centred at (x, y) of half-width `half`: the corner distances decide the cells
 // wholly inside or outside; only edge cells need the integral.
 inline double cell_coverage(double cx, double cy, double r, double x, double y, double half) {
     const double dx = std::fabs(x - cx), dy = std::fabs(y - cy);
-    if (inside_circle(dx + half, dy + half, r)) return 1.0;
-    if (outside_circle(std::max(dx - half, 0.0), std::max(dy - half, 0.0), r)) return 0.0;
+    if (hypot_vs(dx + half, dy + half, r, true)) return 1.0;
+    if (hypot_vs(std::max(dx - half, 0.0), std::max(dy - half, 0.0), r, false)) return 0.0;
     const double cell = 4.0 * half * half;
     return std::clamp(disk_rect_area(cx, cy, r, x - half, x + half, y - half, y + half) / cell, 0.0, 1.0);
 }

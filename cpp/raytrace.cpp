@@ -400,6 +400,18 @@ ICL_RT_INLINE void finish(const Surface& s, const Consts& k, const Options& o, B
     }
 }
 
+// All passes of a conic (or, with c = 0, its vertex plane) without asphere or wall.
+template <bool Rot>
+ICL_RT_INLINE void conic_or_plane(bool conic, const Surface& s, const Consts& k, const Options& o, Block& b) {
+    if (conic) {
+        pass_distance<true, Rot>(k, b);
+        finish<Kind::conic, Rot>(s, k, o, b);
+    } else {
+        pass_distance<false, Rot>(k, b);
+        finish<Kind::plane, Rot>(s, k, o, b);
+    }
+}
+
 // One block through every surface. Compiled per instruction set (ICL_RT_CLONES); the passes are inlined.
 ICL_RT_CLONES void trace_block(const Surface* surfaces, const Consts* consts, std::ptrdiff_t n_surfaces,
                                const Options& o, Block& b) {
@@ -423,21 +435,9 @@ ICL_RT_CLONES void trace_block(const Surface* surfaces, const Consts* consts, st
             else
                 finish<Kind::plane, true>(s, k, o, b);
         } else if (k.rotated) {
-            if (conic) {
-                pass_distance<true, true>(k, b);
-                finish<Kind::conic, true>(s, k, o, b);
-            } else {
-                pass_distance<false, true>(k, b);
-                finish<Kind::plane, true>(s, k, o, b);
-            }
+            conic_or_plane<true>(conic, s, k, o, b);
         } else {
-            if (conic) {
-                pass_distance<true, false>(k, b);
-                finish<Kind::conic, false>(s, k, o, b);
-            } else {
-                pass_distance<false, false>(k, b);
-                finish<Kind::plane, false>(s, k, o, b);
-            }
+            conic_or_plane<false>(conic, s, k, o, b);
         }
     }
 }

@@ -140,18 +140,23 @@ def test_flags_tir_aperture_wall():
     assert np.all(trace([Step(walled, Placement(), 1.0, 1.0)], rays, TraceOptions(apertures=False)).flags == 0)
 
 
-def test_threads_do_not_change_results():
-    rng = np.random.default_rng(7)
-    rays = random_rays(rng, 50_000)
-    steps = [Step(s, Placement(), 1.0, 1.4) for s in SURFACES[3:4]] + [Step(SURFACES[5], Placement(z=0.5), 1.4, 1.33)]
+def _one_two_in_place(steps, rays):
+    """The batch traced on one thread, on two, and on two in place (into a copy)."""
     old = core.num_threads()
     try:
         core.set_num_threads(1)
         a = trace(steps, rays)
         core.set_num_threads(2)
-        b = trace(steps, rays)
+        return a, trace(steps, rays), trace(steps, rays.copy(), in_place=True)
     finally:
         core.set_num_threads(old)
+
+
+def test_threads_do_not_change_results():
+    rng = np.random.default_rng(7)
+    rays = random_rays(rng, 50_000)
+    steps = [Step(s, Placement(), 1.0, 1.4) for s in SURFACES[3:4]] + [Step(SURFACES[5], Placement(z=0.5), 1.4, 1.33)]
+    a, b, _ = _one_two_in_place(steps, rays)
     for x, y in zip(a.arrays(), b.arrays()):
         assert np.array_equal(x, y)
 
@@ -250,15 +255,7 @@ def test_threads_and_work_items_do_not_change_results():
              Step(Surface("hole", 10.0, wall=(0.18, -1), offset=0.4), pl, 1.38, 1.45),
              Step(SURFACES[5].flipped(offset=0.9), Placement(z=0.1), 1.45, 1.33),
              Step(Surface("back", -8.0, offset=3.0, reflect=True), Placement(), 1.33, 1.0)]
-    old = core.num_threads()
-    try:
-        core.set_num_threads(1)
-        a = trace(steps, rays)
-        core.set_num_threads(2)
-        b = trace(steps, rays)
-        c = trace(steps, rays.copy(), in_place=True)
-    finally:
-        core.set_num_threads(old)
+    a, b, c = _one_two_in_place(steps, rays)
     assert np.count_nonzero(a.flags == 0) > 1000 and np.count_nonzero(a.flags == WALL) > 100
     for x, y, z in zip(a.arrays(), b.arrays(), c.arrays()):
         assert np.array_equal(x, y, equal_nan=True) and np.array_equal(x, z, equal_nan=True)

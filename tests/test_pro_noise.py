@@ -5,23 +5,10 @@ while the same answers against the registered tolerance alone would fail."""
 import pytest
 from icl.io import load_json, write_json
 from icl.pro import references as ref
+from icl.pro.baselines.full import EYE_FIELDS
 from icl.pro.generate import eye_surfaces, generate
 from icl.pro.package import load_package
 from icl.pro.score import score_run
-
-EYE = (
-    "cornea_anterior_radius",
-    "cornea_posterior_radius",
-    "cornea_thickness",
-    "cornea_index",
-    "aqueous_index",
-    "anterior_chamber_depth",
-    "lens_anterior_radius",
-    "lens_thickness",
-    "lens_posterior_radius",
-    "lens_index",
-    "vitreous_index",
-)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +32,7 @@ def _honest(release, split, out):
             }
         else:
             m = {
-                "eye_power_d": ref.equivalent_power_d(eye_surfaces({n: v[n] for n in EYE})),
+                "eye_power_d": ref.equivalent_power_d(eye_surfaces({n: v[n] for n in EYE_FIELDS})),
                 "refraction_without_icl_d": -v["thin_eye_excess"],
                 "refraction_with_icl_d": -(v["thin_eye_excess"] + v["thin_power"]),
             }

@@ -175,14 +175,20 @@ def _scene_seed(stated: dict[str, Any]) -> int:
     return int.from_bytes(hashlib.sha256(json.dumps(stated, sort_keys=True).encode()).digest()[:8], "little")
 
 
-def _squash(x: float) -> float:
+def squash(x: float) -> float:
+    """Map an anomaly in [0, inf) monotonically onto a score in [0, 1)."""
     return float(x / (1.0 + x))
 
 
-def physics_scores(images: dict[str, np.ndarray], stated: dict[str, dict]) -> dict[str, dict[str, float]]:
-    """Physics-check scores for every image (see the module docstring)."""
+def duplicate_scores(images: dict[str, np.ndarray], stated: dict[str, dict],
+                     evidence: dict[str, float]) -> dict[str, float]:
+    """DUP of every image, shared by the physics and the fit detectors.
+
+    An image's likeness to the closest image stated under a different condition
+    (``exp(-RMS of the log-intensity difference / 0.05)``) times its share of the two images' ``evidence``
+    against their own stated conditions (a half when there is no such image or neither has any).
+    """
     ids = sorted(images)
-    feats = {i: features(images[i], stated[i]) for i in ids}
     logs = {i: np.log(np.clip(images[i] / images[i].sum(), 0, None) + 1e-7) for i in ids}
     out = {}
     for i in ids:
@@ -190,21 +196,30 @@ def physics_scores(images: dict[str, np.ndarray], stated: dict[str, dict]) -> di
         for j in ids:
             if j == i or stated[j] == stated[i]:
                 continue
-            d = float(np.sqrt(np.mean((logs[i] - logs[j]) ** 2)))
-            sim = float(np.exp(-d / 0.05))
+            sim = float(np.exp(-np.sqrt(np.mean((logs[i] - logs[j]) ** 2)) / 0.05))
             if sim > best:
                 best, twin = sim, j
         share = 0.5
-        if twin is not None:
-            mi, mj = feats[i]["mismatch"], feats[twin]["mismatch"]
-            share = mi / (mi + mj) if mi + mj > 0 else 0.5
-        out[i] = {
-            "NH": _squash(feats[i]["nh"]),
-            "DUP": best * share,
-            # A composite misses its stated scene (profile) and misses it unevenly (block spread).
-            "SPL": _squash(feats[i]["block_spread"]) * _squash(feats[i]["mismatch"]),
-        }
+        if twin is not None and evidence[i] + evidence[twin] > 0:
+            share = evidence[i] / (evidence[i] + evidence[twin])
+        out[i] = best * share
     return out
+
+
+def physics_scores(images: dict[str, np.ndarray], stated: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Physics-check scores for every image (see the module docstring)."""
+    ids = sorted(images)
+    feats = {i: features(images[i], stated[i]) for i in ids}
+    dup = duplicate_scores(images, stated, {i: feats[i]["mismatch"] for i in ids})
+    return {
+        i: {
+            "NH": squash(feats[i]["nh"]),
+            "DUP": dup[i],
+            # A composite misses its stated scene (profile) and misses it unevenly (block spread).
+            "SPL": squash(feats[i]["block_spread"]) * squash(feats[i]["mismatch"]),
+        }
+        for i in ids
+    }
 
 
 def random_scores(ids: list[str], seed: int) -> dict[str, dict[str, float]]:

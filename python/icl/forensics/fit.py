@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from icl.forensics.baseline import duplicate_scores, squash
 from icl.forensics.generate import NOISE_SIGMA, TOLERANCES, _fold, _with, render_scene
 
 ARCMIN_PER_RAD = 180 * 60 / np.pi
@@ -299,7 +300,6 @@ def fit_scores(
     (nuisances, flux, chi2, excess, anomaly, renders, starts, and the :func:`probes` of an image the
     nuisances do not explain).
     """
-    from icl.forensics.baseline import _squash
     from icl.parallel import run_tasks
 
     ids = sorted(images)
@@ -311,19 +311,5 @@ def fit_scores(
         details.update({i: {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in fits[i].items()}
                         for i in ids})
     score = {i: anomaly(fits[i]) for i in ids}
-    logs = {i: np.log(np.clip(images[i] / images[i].sum(), 0, None) + 1e-7) for i in ids}
-    out = {}
-    for i in ids:
-        best, other = 0.0, None
-        for j in ids:
-            if j == i or stated[j] == stated[i]:
-                continue
-            sim = float(np.exp(-np.sqrt(np.mean((logs[i] - logs[j]) ** 2)) / 0.05))
-            if sim > best:
-                best, other = sim, j
-        share = 0.5
-        if other is not None and score[i] + score[other] > 0:
-            share = score[i] / (score[i] + score[other])
-        a = _squash(score[i])
-        out[i] = {"NH": a, "DUP": best * share, "SPL": a}
-    return out
+    dup = duplicate_scores(images, stated, score)
+    return {i: {"NH": squash(score[i]), "DUP": dup[i], "SPL": squash(score[i])} for i in ids}
