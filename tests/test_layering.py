@@ -57,3 +57,17 @@ def test_the_engine_never_imports_a_layer_above_it():
                 if top not in FOUNDATIONS and top.split(".")[1:] and top.split(".")[1] not in ENGINE:
                     offenders.append(f"{path.relative_to(PACKAGE)} imports {module}")
     assert offenders == []
+
+
+# The tracks: the sandbox runs any track's program and may import none of them (a track's own command,
+# such as ``icl halo-run``, lives in the track).
+TRACKS = ("halo", "pro", "patient", "contest", "forensics")
+
+
+def test_the_sandbox_imports_no_track():
+    offenders = []
+    for path in sorted((PACKAGE / "sandbox").rglob("*.py")):
+        for module in sorted(_icl_imports(path)):
+            if module.split(".")[1:2] and module.split(".")[1] in TRACKS:
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert offenders == []

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from icl.cli import main
 from icl.errors import InputError
+from icl.halo.run import run_halo
 from icl.sandbox.boards import board_entry
-from icl.sandbox.cli import run_halo
 from icl.sandbox.harness import available_mechanisms
 from test_halo_release import shared_release
 

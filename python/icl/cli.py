@@ -19,7 +19,14 @@ from icl.errors import InputError
 COMMANDS = {
     "render": "icl.optics.cli",
     **dict.fromkeys(
-        ("halo-generate", "halo-baseline", "halo-baselines", "halo-evaluate", "halo-validate-prediction"),
+        (
+            "halo-generate",
+            "halo-baseline",
+            "halo-baselines",
+            "halo-evaluate",
+            "halo-validate-prediction",
+            "halo-run",
+        ),
         "icl.halo.cli",
     ),
     "eye-trace": "icl.eye.cli",
@@ -33,7 +40,6 @@ COMMANDS = {
     "demo": "icl.demo",
     **dict.fromkeys(("mtf", "scene", "thick-fields", "mtf-figure"), "icl.imaging.cli"),
     **dict.fromkeys(("review-packets", "review-page", "review-merge"), "icl.review.cli"),
-    "halo-run": "icl.sandbox.cli",
     "calibrate": "icl.calibrate.cli",
 }
 

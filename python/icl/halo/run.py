@@ -1,11 +1,12 @@
-"""Command ``icl halo-run``: a halo-track submission run in the sandbox on a release's public part only."""
+"""A halo-track submission run in the sandbox on a release's public part only (``icl halo-run``).
+
+The sandbox (:mod:`icl.sandbox`) runs any track's program and knows none; this module stages the halo
+release's ``public/`` as the program's input and, when asked, scores what it wrote with the halo scorer.
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-
-import click
 
 
 def run_halo(
@@ -90,111 +91,3 @@ def run_halo(
         doc["boards"] = entry["boards"]
         write_json(score_file, doc)
     return {"record": record.to_dict(), "score": doc}
-
-
-@click.command("halo-run")
-@click.option(
-    "--release",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Halo release folder; only its public/ is shown to the program.",
-)
-@click.option(
-    "--submission",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Submission folder holding an executable run.",
-)
-@click.option(
-    "--output",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Prediction folder to write (absent or empty).",
-)
-@click.option(
-    "--track",
-    default=None,
-    type=click.Choice(["from-scratch", "reference-assisted"]),
-    help="Track to run on (default: the manifest's track, else from-scratch).",
-)
-@click.option("--cpus", default=4, show_default=True, type=click.IntRange(min=1), help="CPU cores.")
-@click.option("--memory", default="8G", show_default=True, help="Total memory of the run, e.g. 8G.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    default=1200.0,
-    show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
-    help="Wall-clock limit in seconds.",
-)
-@click.option(
-    "--logs",
-    "logs_dir",
-    default=None,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Logs folder (default OUTPUT.logs).",
-)
-@click.option(
-    "--split",
-    default="dev",
-    show_default=True,
-    type=click.Choice(["dev", "test"]),
-    help="Split scored with --score.",
-)
-@click.option(
-    "--score",
-    "score_file",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also score the predictions and write this score.json (with the track and each board's score).",
-)
-def halo_run(
-    release: Path,
-    submission: Path,
-    output: Path,
-    track: str | None,
-    cpus: int,
-    memory: str,
-    timeout_s: float,
-    logs_dir: Path | None,
-    split: str,
-    score_file: Path | None,
-) -> None:
-    """Run a halo SUBMISSION in the sandbox on RELEASE/public only; print the record (exit 1 unless ok)."""
-    from icl.io import dumps_json
-
-    got = run_halo(
-        release,
-        submission,
-        output,
-        track=track,
-        cpus=cpus,
-        memory=memory,
-        timeout_s=timeout_s,
-        logs_dir=logs_dir,
-        split=split,
-        score_file=score_file,
-    )
-    rec = got["record"]
-    summary = {
-        k: rec[k]
-        for k in (
-            "ok",
-            "exit_status",
-            "violations",
-            "messages",
-            "track",
-            "effective_track",
-            "wall_s",
-            "peak_memory_bytes",
-            "artifacts",
-        )
-    }
-    if got["score"] is not None:
-        summary["halo_development_score"] = got["score"].get("halo_development_score")
-        summary["boards"] = got["score"]["boards"]
-    click.echo(dumps_json(summary), nl=False)
-    sys.exit(0 if rec["ok"] else 1)
-
-
-COMMANDS = [halo_run]
