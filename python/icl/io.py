@@ -259,6 +259,121 @@ def prepare_output_dir(path: str | os.PathLike, force: bool = False) -> Path:
     return path
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class OwnFolder:
+    """A folder this process created, or found empty and owned by its user, written through its descriptor.
+
+    The harness writes its logs and records only here. The folder is opened once with ``O_NOFOLLOW``,
+    so a symbolic link at ``path`` is refused, and every file is created relative to that descriptor
+    with ``O_NOFOLLOW | O_CREAT | O_EXCL``: nothing already in the folder (a planted link, a file of
+    someone else's) is ever opened or written through. A file is rewritten only by renaming a new
+    file over the entry this object wrote itself.
+
+    Parameters
+    ----------
+    path : path-like
+        The folder: absent (it is created, mode 0755) or an empty folder owned by the effective user.
+    field : str
+        What the folder is, for error messages (``"logs"``, ``"output"``).
+
+    Raises
+    ------
+    OutputError
+        If ``path`` is a symbolic link, not a folder, owned by another user or not empty, or cannot be
+        created.
+
+    """
+
+    def __init__(self, path: str | os.PathLike, field: str):
+        self.path = Path(path)
+        file = str(self.path)
+        _make_folder(self.path.parent, file)
+        try:
+            os.mkdir(self.path, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise OutputError(f"cannot create the folder: {exc.strerror or exc}", file, field) from None
+        try:
+            fd = os.open(self.path, _DIR_FLAGS)
+        except OSError as exc:
+            try:
+                what = "a symbolic link" if os.path.islink(self.path) else _kind(os.lstat(self.path).st_mode)
+            except OSError:
+                what = exc.strerror or str(exc)
+            raise OutputError(f"must be a real folder, not {what}", file, field) from None
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.geteuid():
+                raise OutputError(
+                    f"the folder belongs to uid {st.st_uid}, not to this user ({os.geteuid()}): "
+                    "give a new path or an empty folder of your own",
+                    file,
+                    field,
+                )
+            names = os.listdir(fd)
+            if names:
+                raise OutputError(
+                    f"the folder is not empty ({len(names)} entries, e.g. {sorted(names)[0]}); "
+                    "give a new path or an empty folder",
+                    file,
+                    field,
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+        self._mine: set[str] = set()
+
+    def write_bytes(self, name: str, data: bytes, mode: int = 0o644) -> None:
+        """Write ``data`` as ``name`` in the folder: a new file, or a new file renamed over one it wrote."""
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"not a plain file name: {name!r}")
+        target = name
+        if name in self._mine:
+            target = f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(target, _NEW_FILE_FLAGS, mode, dir_fd=self.fd)
+        except OSError as exc:
+            raise OutputError(
+                f"cannot create {name}: {exc.strerror or exc} (only new files are written here)",
+                str(self.path / name),
+            ) from None
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            if target != name:
+                os.replace(target, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            if target != name:
+                os.unlink(target, dir_fd=self.fd)
+            raise
+        self._mine.add(name)
+
+    def write_json(self, name: str, obj: Any) -> None:
+        """Write ``obj`` as deterministic JSON (:func:`dumps_json`) under ``name``."""
+        self.write_bytes(name, dumps_json(obj).encode("utf-8"))
+
+    def close(self) -> None:
+        """Release the folder's descriptor (idempotent)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        if getattr(self, "fd", -1) >= 0:
+            self.close()
+
+    def __enter__(self) -> OwnFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def dumps_json(obj: Any) -> str:
     """Serialise ``obj`` deterministically (sorted keys, 2-space indent, no NaN)."""
     return json.dumps(_plain(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"

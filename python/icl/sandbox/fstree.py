@@ -328,7 +328,7 @@ class Collected:
 
 def collect_output(
     staged: Path,
-    output: Path,
+    output: Path | int,
     *,
     max_bytes: int,
     max_entries: int,
@@ -337,6 +337,8 @@ def collect_output(
 ) -> Collected:
     """Move the program's regular files from ``staged`` into the (empty) host folder ``output``.
 
+    ``output`` may be given as an open descriptor of the folder (the harness holds its own).
+
     Folders are re-created with mode 0755 and files get 0644 (0755 when any execute bit was set), so no
     setuid, setgid, sticky or world-writable bit reaches the host, and they are owned by ``owner``. Links,
     hard-linked files and special files are not moved. Files are hashed as they are moved until
@@ -344,8 +346,9 @@ def collect_output(
     ``max_entries`` and folders deeper than ``max_depth`` are not moved either.
     """
     out = Collected()
-    same_fs = os.stat(staged).st_dev == os.stat(output).st_dev
-    chain = _DirChain(os.open(output, _DIR_FLAGS))
+    root_fd = os.dup(output) if isinstance(output, int) else os.open(output, _DIR_FLAGS)
+    same_fs = os.stat(staged).st_dev == os.fstat(root_fd).st_dev
+    chain = _DirChain(root_fd)
     budget = max_bytes
     try:
         for e in walk(staged, max_depth, too_deep=out.too_deep):

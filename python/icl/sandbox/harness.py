@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from icl.errors import InputError
-from icl.io import write_json
+from icl.io import OwnFolder
 from icl.sandbox.cgroups import RunGroup
 from icl.sandbox.fstree import collect_output, remove_tree, scan, stage_tree, tree_sha256
 from icl.sandbox.layout import INPUT_MOUNT, OUTPUT_MOUNT, SITE_MOUNT, SUBMISSION_MOUNT, TRACKS, Mount, layout
@@ -563,16 +563,6 @@ def _preexec(limits: Limits, status_fd: int, cpus: list[int], group: RunGroup | 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _prepare_output(output_dir: Path) -> None:
-    if output_dir.is_symlink() or (output_dir.exists() and not output_dir.is_dir()):
-        raise InputError("OUTPUT must be a folder", str(output_dir), "output")
-    output_dir.mkdir(parents=True, exist_ok=True)
-    if any(output_dir.iterdir()):
-        raise InputError(
-            "OUTPUT must be empty (old files would be taken for new artifacts)", str(output_dir), "output"
-        )
-
-
 def _manifest_track(submission: Path) -> str | None:
     """Return the ``track`` of ``submission/manifest.json`` when it names one of :data:`TRACKS`."""
     path = submission / "manifest.json"
@@ -634,7 +624,8 @@ def run_submission(
     input_dir : path-like
         Inputs of this run (read-only at ``/input``). Hidden interventions change only this.
     output_dir : path-like
-        Where the program's files end up (``/output`` inside); created if absent, must be empty.
+        Where the program's files end up (``/output`` inside); created if absent, else an empty folder of
+        this user's (see :class:`icl.io.OwnFolder`).
     cpus : int
         CPU cores granted (at most the cores this host offers).
     memory : str or int
@@ -646,6 +637,7 @@ def run_submission(
         carries the violation ``code_not_frozen``.
     logs_dir : path-like, optional
         Where ``stdout.log``, ``stderr.log`` and ``run_record.json`` go; default ``<output_dir>.logs``.
+        Absent or an empty folder of this user's, never a symbolic link; each file is created new.
     limits : Limits, optional
         Full limits; overrides ``cpus``, ``memory`` and ``timeout_s`` when given.
     mechanism : {"bwrap", "unshare"}, optional
@@ -680,8 +672,14 @@ def run_submission(
         raise InputError(
             f"sandbox mechanism {mechanism!r} is not available here (have {mechs})", None, "mechanism"
         )
-    _prepare_output(output_dir)
-    logs.mkdir(parents=True, exist_ok=True)
+    # Both folders are the harness's own (created here, or empty and this user's) and are written only
+    # through their descriptors: a planted link or file in them is never written through.
+    out_folder = OwnFolder(output_dir, "output")
+    try:
+        logs = OwnFolder(logs, "logs")
+    except BaseException:
+        out_folder.close()
+        raise
 
     declared = track or _manifest_track(submission) or "from-scratch"
     inner = [f"{SUBMISSION_MOUNT}/run", INPUT_MOUNT, OUTPUT_MOUNT]
@@ -697,7 +695,7 @@ def run_submission(
         effective_track=declared,
     )
     record.logs = {
-        "dir": str(logs),
+        "dir": str(logs.path),
         "stdout": "stdout.log",
         "stderr": "stderr.log",
         "record": "run_record.json",
@@ -755,23 +753,26 @@ def run_submission(
         _execute(record, limits, stage, group, mechanism, granted, root_user, logs)
         if group is not None:
             record.peak_memory_bytes = group.peak_memory()
-        _collect(record, limits, staged_out, output_dir, owner)
+        _collect(record, limits, staged_out, out_folder.fd, owner)
     finally:
         if group is not None:
             group.remove()
         remove_tree(stage)
+        out_folder.close()
     record.code_sha256_after = tree_sha256(submission)
     if record.code_sha256_after != record.code_sha256_before:
         record._violate("code_changed", "the submission's files changed during the run")
-    write_json(logs / "run_record.json", record.to_dict())
+    logs.write_json("run_record.json", record.to_dict())
+    logs.close()
     return record
 
 
-def _refuse(record: RunRecord, logs: Path, code: str, message: str) -> RunRecord:
+def _refuse(record: RunRecord, logs: OwnFolder, code: str, message: str) -> RunRecord:
     """Record a run that was not started."""
     record._violate(code, message)
     record.code_sha256_after = record.code_sha256_before
     _write_logs(record, logs, b"", b"", 0, 0)
+    logs.close()
     return record
 
 
@@ -783,7 +784,7 @@ def _execute(
     mechanism: str,
     granted: list[int],
     root_user: bool,
-    logs: Path,
+    logs: OwnFolder,
 ) -> None:
     """Start the sandbox, watch it until it ends, and fill the record's usage, status and limits."""
     uid = SANDBOX_UID if root_user else os.geteuid()
@@ -877,7 +878,7 @@ def _execute(
 
 
 def _collect(
-    record: RunRecord, limits: Limits, staged_out: Path, output_dir: Path, owner: tuple[int, int]
+    record: RunRecord, limits: Limits, staged_out: Path, output_dir: int, owner: tuple[int, int]
 ) -> None:
     """Check OUTPUT again after exit and move what passes to the host folder, hashed and with safe modes."""
     passed = _output_check(record, limits, staged_out)
@@ -975,10 +976,10 @@ def _classify(
 
 
 def _write_logs(
-    record: RunRecord, logs: Path, out: bytes, err: bytes, out_total: int, err_total: int
+    record: RunRecord, logs: OwnFolder, out: bytes, err: bytes, out_total: int, err_total: int
 ) -> None:
-    (logs / "stdout.log").write_bytes(out)
-    (logs / "stderr.log").write_bytes(err)
+    logs.write_bytes("stdout.log", out)
+    logs.write_bytes("stderr.log", err)
     record.logs.update(
         {
             "stdout_bytes": out_total,
@@ -989,4 +990,4 @@ def _write_logs(
             "stderr_sha256": hashlib.sha256(err).hexdigest(),
         }
     )
-    write_json(logs / "run_record.json", record.to_dict())
+    logs.write_json("run_record.json", record.to_dict())
