@@ -34,7 +34,16 @@ def test_only_the_optics_layers_import_the_kernels():
 # The engine: the far-field optics and the thick eye. What it may import besides itself: the shared
 # foundations below every layer. Image-extent sources are part of the engine (icl.optics.image_source).
 ENGINE = ("optics", "eye")
-FOUNDATIONS = {"icl", "icl._core", "icl._core_loader", "icl._paths", "icl.errors", "icl.io", "icl.fftw", "icl.parallel"}
+FOUNDATIONS = {
+    "icl",
+    "icl._core",
+    "icl._core_loader",
+    "icl._paths",
+    "icl.errors",
+    "icl.io",
+    "icl.fftw",
+    "icl.parallel",
+}
 
 
 def _icl_imports(path: Path) -> set[str]:
@@ -70,4 +79,17 @@ def test_the_sandbox_imports_no_track():
         for module in sorted(_icl_imports(path)):
             if module.split(".")[1:2] and module.split(".")[1] in TRACKS:
                 offenders.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert offenders == []
+
+
+def test_the_freeze_is_base_floor_and_the_board_is_the_top():
+    # icl.freeze hashes files and follows imports by name: it imports no track, engine, sandbox or board.
+    assert _icl_imports(PACKAGE / "freeze.py") <= {"icl", "icl.errors", "icl.io"}
+    # Nothing below the board imports it (the command table names it as a string only).
+    offenders = [
+        str(p.relative_to(PACKAGE))
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p.relative_to(PACKAGE).parts[0] != "board"
+        and any(m.startswith("icl.board") for m in _icl_imports(p))
+    ]
     assert offenders == []

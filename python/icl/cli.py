@@ -41,6 +41,7 @@ COMMANDS = {
     **dict.fromkeys(("mtf", "scene", "thick-fields", "mtf-figure"), "icl.imaging.cli"),
     **dict.fromkeys(("review-packets", "review-page", "review-merge"), "icl.review.cli"),
     "calibrate": "icl.calibrate.cli",
+    **dict.fromkeys(("release-freeze", "board"), "icl.board.cli"),
 }
 
 
@@ -79,6 +80,7 @@ SECTIONS = (
     ("Patient-perception layer", lambda n: n.startswith("patient-")),
     ("Contest safety score and halo forensics", lambda n: n.startswith(("contest-", "forensics-"))),
     ("Across tracks", lambda n: n == "calibrate"),
+    ("Operator: frozen releases and boards", lambda n: n in ("release-freeze", "board")),
 )
 
 
@@ -103,7 +105,8 @@ class _Group(click.Group):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             for cmd in importlib.import_module(COMMANDS[cmd_name]).COMMANDS:
                 if cmd.name not in self.commands:
-                    cmd.callback = _guarded(cmd)
+                    for sub in (cmd, *getattr(cmd, "commands", {}).values()):  # a group's commands too
+                        sub.callback = _guarded(sub)
                     self.add_command(cmd)
         return self.commands.get(cmd_name)
 

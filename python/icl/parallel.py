@@ -88,7 +88,7 @@ def run_tasks(
             from distributed import Client, LocalCluster, as_completed
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise click.UsageError(
-                "--scheduler needs dask.distributed: pip install 'icl-bench[cluster]'"
+                "--scheduler needs dask.distributed: pip install 'dask[distributed]'"
             ) from exc
         cluster = (
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)

@@ -89,6 +89,10 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
     """
     from icl.io import load_json
 
+    from icl.freeze import check_release, disputed
+
+    # A frozen release whose public index, labels or scoring code changed is refused (FrozenChanged).
+    freeze = check_release(release)
     ids, labels = load_release(release)
     file = str(submission_path)
     try:
@@ -99,6 +103,7 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
     areas: dict[str, ItemArea] = {}
     # A genuine image whose render failed its two-solver cross-check: out of every item, reported apart.
     not_ranked = {i: not_ranked_reason(labels[i]) for i in ids if not_ranked_reason(labels[i])}
+    not_ranked.update({i: why for i, why in disputed(freeze).items() if i in labels})
     ranked = [i for i in ids if i not in not_ranked]
     for item in ITEMS:
         members = [i for i in ranked if labels[i][item] == 1 or labels[i]["kind"] == "genuine"]
@@ -129,6 +134,7 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
         "symbols": {k: SYMBOLS[k] for k in ("NH", "DUP", "SPL", "S")},
         "problems": problems,
         "not_ranked": not_ranked,
+        "freeze": freeze,
     }
 
 

@@ -289,11 +289,20 @@ def evaluate(
     ``loaded`` may pass the result of :func:`load_release` for that split to score several submissions
     against one release without reading it again. Both splits are scored by the same rules.
     """
+    from icl.freeze import check_release, disputed
+
+    # A frozen release whose task texts, references or scoring code changed is refused (FrozenChanged).
+    freeze = check_release(release)
+    frozen_out = disputed(freeze)
     cases = loaded if loaded is not None else load_release(release, split)
     sub_root = Path(submission)
     out_cases, total, not_ranked = {}, 0.0, {}
     for case_id, refs in cases:
         reasons = {r.id: not_ranked_reason(r.record) for r in refs if not_ranked_reason(r.record)}
+        # The operator may freeze out a case (H07) or one test variant (H07_t2) as disputed.
+        why = frozen_out.get(case_id) or frozen_out.get(case_id.split("_")[0])
+        if why:
+            reasons = {r.id: why for r in refs}
         if reasons:  # a reference failed its two-solver cross-check: out of every ranking, reported apart
             not_ranked[case_id] = reasons
             continue
@@ -336,6 +345,7 @@ def evaluate(
         "split": split,
         "halo_development_score": total / len(out_cases) if out_cases else None,
         "not_ranked": not_ranked,
+        "freeze": freeze,
         "clinical_score": None,
         "professional_score": None,
         "diagnostic_subscores": subscores,

@@ -272,7 +272,6 @@ def run_sets(
     the result stored as ``sampling_check``.
     """
     from icl.pro.harness import run_submission
-    from icl.pro.results_schema import validate_output
 
     run_dir = Path(run_dir)
     if run_dir.exists():
@@ -291,37 +290,40 @@ def run_sets(
             logs_dir=run_dir / "logs" / name,
             mechanism=mechanism,
         )
-        issues = validate_output(run_dir / name) if (run_dir / name).is_dir() else []
-        if name == SAMPLING_SET:  # scored from the cold start; only compared (gate G4)
-            rows.append(
-                {
-                    "set": name,
-                    "instances": [],
-                    "compares": list(ids),
-                    "output": name,
-                    "record": rec.to_dict(),
-                    "result_issues": issues,
-                }
-            )
-        else:
-            rows.append(
-                {
-                    "set": name,
-                    "instances": list(ids),
-                    "output": name,
-                    "record": rec.to_dict(),
-                    "result_issues": issues,
-                }
-            )
+        rows.append(set_row(run_dir, name, ids, rec.to_dict()))
+    return write_sets(run_dir, submission, frozen_hash, rows, release)
+
+
+def set_row(run_dir: str | os.PathLike, name: str, ids: Sequence[str], record: dict) -> dict:
+    """The ``sets.json`` row of one input set whose OUTPUT is ``run_dir/name`` and harness record ``record``."""
+    from icl.pro.results_schema import validate_output
+
+    out = Path(run_dir) / name
+    issues = validate_output(out) if out.is_dir() else []
+    if name == SAMPLING_SET:  # scored from the cold start; only compared (gate G4)
+        return {"set": name, "instances": [], "compares": list(ids), "output": name, "record": record,
+                "result_issues": issues}
+    row = {"set": name, "instances": list(ids), "output": name, "record": record, "result_issues": issues}
+    return row
+
+
+def write_sets(
+    run_dir: str | os.PathLike,
+    submission: str | os.PathLike,
+    frozen_hash: str,
+    rows: list[dict],
+    release: str | os.PathLike | None = None,
+) -> dict:
+    """Write ``run_dir/sets.json`` from the rows of every set of one run (and its sampling check)."""
     doc = {
         "format": "icl-pro-run-sets/1",
         "submission": str(Path(submission).resolve()),
         "frozen_sha256": frozen_hash,
         "sets": rows,
     }
-    if release is not None and SAMPLING_SET in sets:
+    if release is not None and any(r["set"] == SAMPLING_SET for r in rows):
         doc["sampling_check"] = sampling_check(release, run_dir, rows)
-    write_json(run_dir / "sets.json", doc)
+    write_json(Path(run_dir) / "sets.json", doc)
     return doc
 
 

@@ -545,13 +545,16 @@ def run_cost(sets: list[dict] | None) -> dict | None:
 
 
 def score_run(release: str | Path, run_dir: str | Path, split: str = "test", reviews: str | Path | None = None,
-              catalog: Catalog | None = None, instances: list[str] | None = None, run_ok: bool | None = None) -> dict:
+              catalog: Catalog | None = None, instances: list[str] | None = None, run_ok: bool | None = None,
+              freeze: dict | None = None) -> dict:
     """Score one run of a submission on one split.
 
     ``run_dir`` is either a plain OUTPUT folder (``results/<instance>/...``) or an evaluated run holding
     ``sets.json`` (:mod:`icl.pro.evaluate`): then each instance is read from its set's OUTPUT, every task
     of a set whose harness record is not ``ok`` scores 0 with the record's reason, and gate G3 comes from
-    the records. ``run_ok`` stands in for G3 when there is no ``sets.json``.
+    the records. ``run_ok`` stands in for G3 when there is no ``sets.json``. ``freeze`` is the release's
+    :func:`icl.freeze.check_release` result (checked here when not given): a frozen release whose task
+    texts, references or scoring code changed is refused, and its disputed references are not ranked.
 
     Returns
     -------
@@ -559,7 +562,10 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
         Per-check scores with reasons, template, group and total scores, gates, pending counts and cost.
 
     """
+    from icl.freeze import check_release, disputed
+
     release, run_dir = Path(release), Path(run_dir)
+    frozen_out = disputed(freeze if freeze is not None else check_release(release))
     catalog = catalog or load_catalog(release / "catalog.json")
     rev = load_reviews(reviews)
     rev_detail, rev_head = review_record(reviews)
@@ -575,6 +581,9 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     result_issues: list[dict] = []
     pending, not_ranked = 0, {}
     for row in rows:
+        if row["id"] in frozen_out or row["template"] in frozen_out:  # disputed at the freeze: out for all
+            not_ranked[row["id"]] = frozen_out.get(row["id"]) or frozen_out[row["template"]]
+            continue
         ref_doc = load_json(release / "private" / "references" / f"{row['id']}.json")
         if not_ranked_reason(ref_doc):  # its reference failed the two-solver cross-check: reported apart
             not_ranked[row["id"]] = not_ranked_reason(ref_doc)
@@ -625,7 +634,8 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
             if pending else "complete", "completion_rate": float(np.mean([v[2] for v in inst_scores.values()]))
             if inst_scores else 0.0, "cost": run_cost(sets), "checks": checks_out,
             "result_issues": result_issues, "not_ranked": not_ranked,
-            "instances": {k: {"template": v[0], "score": v[1], "cluster": clusters[k]} for k, v in inst_scores.items()}}
+            "instances": {k: {"template": v[0], "score": v[1], "cluster": clusters[k], "completed": v[2]}
+                          for k, v in inst_scores.items()}}
 
 
 def aggregate(catalog: Catalog, inst_scores: dict[str, tuple], frozen: list[str] | tuple = ()) -> dict:
@@ -666,7 +676,13 @@ def _gates(catalog: Catalog, checks: list[dict], flags: dict, g3: dict) -> dict:
 
 
 def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 20261027) -> list[float]:
-    """95 % interval of the total by a two-way cluster bootstrap over base eyes and design families.
+    """95 % interval of the total: the 2.5th and 97.5th percentiles of :func:`bootstrap_totals`."""
+    lo, hi = np.percentile(bootstrap_totals(runs, catalog, n, seed), [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+def bootstrap_totals(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 20261027) -> np.ndarray:
+    """Replicates of the total by a two-way cluster bootstrap over base eyes and design families.
 
     Instances that share a base eye, or a design family, are correlated across the whole release (every
     template draws from the same pools), so both are resampled across the release. Each replicate gives
@@ -699,8 +715,7 @@ def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 202
         groups = {g: float(np.mean([t_score.get(t.id, 0.0) for t in catalog.templates
                                     if t.group == g and t.id not in frozen] or [0.0])) for g in GROUPS}
         totals.append(sum(weights[g] * groups[g] for g in GROUPS))
-    lo, hi = np.percentile(totals, [2.5, 97.5])
-    return [float(lo), float(hi)]
+    return np.asarray(totals)
 
 
 def score_submission(release: str | Path, run_dirs: list[str | Path], name: str, split: str = "test",
@@ -711,10 +726,14 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
     Each run directory is scored by :func:`score_run` (its ``sets.json``, when present, supplies the harness
     records); ``run_ok`` gives G3 for runs without one.
     """
+    from icl.freeze import check_release
+
+    freeze = check_release(release)  # once for every run: refuses a frozen release that changed
     catalog = load_catalog(Path(release) / "catalog.json")
     runs = []
     for i, d in enumerate(run_dirs):
-        runs.append(score_run(release, d, split, reviews, catalog, instances, run_ok[i] if run_ok else None))
+        runs.append(score_run(release, d, split, reviews, catalog, instances, run_ok[i] if run_ok else None,
+                              freeze))
     totals = [r["professional_score"] for r in runs]
     gates = {g: {"pass": (None if any(r["gates"][g]["pass"] is None for r in runs)
                           else all(r["gates"][g]["pass"] for r in runs)),
@@ -725,7 +744,7 @@ def score_submission(release: str | Path, run_dirs: list[str | Path], name: str,
     rank_ok, rank_why = release_rankable(release)
     score = float(np.mean(totals))
     return {"name": name, "split": split, "runs": len(runs), "professional_score": score,
-            "rankable": rank_ok, "rankable_reason": rank_why, **_tracks(name, score, run_dirs),
+            "rankable": rank_ok, "rankable_reason": rank_why, "freeze": freeze, **_tracks(name, score, run_dirs),
             "professional_score_status": runs[0]["professional_score_status"], "worst": float(min(totals)),
             "reviews": runs[0]["reviews"],
             "run_scores": totals, "completion_rate": float(np.mean([r["completion_rate"] for r in runs])),
