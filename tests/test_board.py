@@ -371,3 +371,97 @@ def test_board_end_to_end_four_baselines_and_a_lost_worker(tmp_path):
     assert all(len(r["run_scores"]) == 3 and len(r["cost"]) == 3 for r in rows.values())
     assert rows["constant"]["missing_tasks"] >= 1  # A04: a needed parameter is unknown, no answer
     _check_board(tmp_path / "site", data, ["pro-test-from-scratch", "pro-test-reference-assisted"])
+
+
+def _halo_score(
+    name: str, case_scores: dict[str, float], missing: int, board: str = "reference-assisted"
+) -> dict:
+    runs = [
+        {
+            "score": sum(case_scores.values()) / len(case_scores),
+            "cases": case_scores,
+            "conditions": 8,
+            "missing": missing,
+            "reasons": ["missing"] if missing else [],
+            "not_ranked": {},
+            "subscores": {"position_bearing_cases": 50.0, "fixation_cases": 60.0},
+        }
+    ] * 2
+    return {
+        "name": name,
+        "splits": {"dev": runs, "test": runs},
+        "run_records_ok": [True, True],
+        "violations": [],
+        "declared_track": board,
+        "track": board,
+        "boards": {board: {"score": 0.0, "reason": ""}},
+        "rankable": True,
+        "rankable_reason": "",
+        "board": board,
+        "frozen_sha256": "c" * 64,
+        "run_cost": [{"cpu_s": 1.0, "wall_s": 2.0, "peak_memory_bytes": 2**20, "sets": 1, "build_s": 0.0}]
+        * 2,
+    }
+
+
+def test_halo_boards_keep_the_public_split_unranked_and_rank_the_test_split():
+    from icl.board.rows import halo_rows
+
+    cases = {f"H0{i}_t1": 10.0 * i for i in range(1, 5)}
+    good = _halo_score("good", {k: v + 50 for k, v in cases.items()}, 0)
+    weak = _halo_score("weak", cases, 3)
+    scratch = _halo_score("scratch", cases, 8, board="from-scratch")
+    for split in ("dev", "test"):
+        boards = {b: order(rows) for b, rows in halo_rows([good, weak, scratch], split, {}, n=200).items()}
+        ra = boards["reference-assisted"]
+        assert [r["name"] for r in ra] == ["good", "weak"] and [r["missing_tasks"] for r in ra] == [0, 3]
+        for r in ra:
+            lo, hi = r["interval"]
+            assert lo <= r["raw_score"] <= hi and hi - lo > 0  # cases differ: a real spread
+        assert [r["name"] for r in boards["from-scratch"]] == ["scratch"]
+        if split == "dev":
+            assert {r["status"] for b in boards.values() for r in b} == {"not ranked"}
+            assert all(r["place"] is None and "public development split" in r["status_reason"] for r in ra)
+        else:
+            assert [r["place"] for r in ra] == [1, 2] and boards["from-scratch"][0]["status"] == "provisional"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_halo_boards_end_to_end(tmp_path):
+    from icl.halo.release import generate
+
+    rel = tmp_path / "halo"
+    generate(rel, gallery=False, test_variants=1, progress=False, key=SECRET)
+    assert CliRunner().invoke(main, ["release-freeze", str(rel)]).exit_code == 0
+    ref = HERE / "hostile_submissions" / "halo_reference"
+    research = shutil.copytree(ref, tmp_path / "halo_research")
+    evaluate_board(
+        rel,
+        [ref, research],
+        tmp_path / "eval",
+        runs=2,
+        research=["halo_research"],
+        budget=BUDGET,
+        bootstrap_n=200,
+        quiet=True,
+    )
+    data = board_data([tmp_path / "eval"], bootstrap_n=200)
+    by_id = {b["id"]: b for b in data["boards"]}
+    for split in ("dev", "test"):
+        (ra,) = by_id[f"halo-{split}-reference-assisted"]["rows"]
+        (rs,) = by_id[f"halo-{split}-research"]["rows"]
+        assert ra["name"] == "halo_reference" and rs["name"] == "halo_research"
+        assert by_id[f"halo-{split}-research"]["budget"]["research"]["build_s"] is None
+    dev = by_id["halo-dev-reference-assisted"]["rows"][0]
+    assert dev["status"] == "not ranked" and dev["score"] > 10 and dev["missing_tasks"] == 0
+    test = by_id["halo-test-reference-assisted"]["rows"][0]
+    assert (
+        test["status"] == "ranked" and test["missing_tasks"] == test["tasks"]
+    )  # it answers the dev split only
+    build_site(data, tmp_path / "site")
+    _browse(
+        tmp_path / "site",
+        board="",
+        checks=dict.fromkeys(["halo-dev-reference-assisted", "halo-test-research"]),
+    )

@@ -2,7 +2,8 @@
 
 ``python -m icl.board.screenshot SITE BOARD ENTRY docs/img`` opens ``SITE/BOARD/index.html`` and
 ``SITE/BOARD/ENTRY.html`` at 1024 x 800 and writes ``board_page.png`` and ``board_entry.png`` (whole
-pages) and ``board_phone.png`` (the board at 390 px). Needs the ``playwright`` package and Debian's
+pages), ``board_phone.png`` (the board at 390 px) and, when the site has one, ``board_scratch.png`` (the
+professional from-scratch board). Needs the ``playwright`` package and Debian's
 chromium at ``/usr/bin/chromium``; no browser is downloaded.
 """
 
@@ -25,6 +26,8 @@ def capture(site: str | Path, board: str, entry: str, out: str | Path) -> list[P
         (site / board / f"{entry}.html", 1024, out / "board_entry.png"),
         (site / board / "index.html", 390, out / "board_phone.png"),
     ]
+    if (site / "pro-test-from-scratch" / "index.html").is_file():
+        shots.append((site / "pro-test-from-scratch" / "index.html", 1024, out / "board_scratch.png"))
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for page_file, width, png in shots:
