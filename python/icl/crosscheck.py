@@ -29,6 +29,7 @@ from importlib.metadata import version
 import numpy as np
 
 import icl
+from icl import linalg
 from icl.eye.far_field import ThickMftSampling, render_thick_mft
 from icl.eye.pupil import ThickPupil
 from icl.optics import Scene, render
@@ -79,7 +80,7 @@ def _centroid(img: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> tuple[float, f
     tot = float(img.sum())
     if not tot > 0:
         return None
-    return float(img.sum(axis=0) @ xs) / tot, float(img.sum(axis=1) @ ys) / tot
+    return linalg.dot(img.sum(axis=0), xs) / tot, linalg.dot(img.sum(axis=1), ys) / tot
 
 
 def disagreement(a: np.ndarray, b: np.ndarray, ys: np.ndarray, xs: np.ndarray,

@@ -31,6 +31,7 @@ from itertools import combinations
 
 import numpy as np
 
+from icl import linalg
 from icl.eye.model import PRIMARY_PATHS
 from icl.eye.paraxial import paraxial
 from icl.eye.pupil import ThickPupil
@@ -114,7 +115,7 @@ def _bisect(pupil: ThickPupil, path: str, centre: tuple[float, float], r_in: flo
     xm, ym = x.mean(), y.mean()
     a = np.column_stack([x - xm, y - ym])
     b = 0.5 * ((x - xm) ** 2 + (y - ym) ** 2 - np.mean((x - xm) ** 2 + (y - ym) ** 2))
-    du, dv = np.linalg.lstsq(a, b, rcond=None)[0]
+    du, dv = linalg.lstsq(a, b)
     cu, cv = xm + du, ym + dv
     dist = np.hypot(x - cu, y - cv)
     radius = float(dist.mean())

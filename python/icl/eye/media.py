@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icl import linalg
+
 _L0 = 0.028  # um^2
 # Rows a1..a4; columns A, B (um^-2), C (um^2), D (um^4).
 _HERZBERGER = np.array([
@@ -65,7 +67,7 @@ class Medium:
         if self.constant is not None:
             return float(self.constant)
         ref = self.reference if self.reference is not None else NAVARRO_REFERENCE[self.name]
-        return float(np.dot(ref, navarro_weights(wavelength_nm)))
+        return linalg.dot(ref, navarro_weights(wavelength_nm))
 
 
 AIR = Medium("air", 1.0)

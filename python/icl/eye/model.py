@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from icl import linalg
 from icl.eye.media import AIR, AQUEOUS, CORNEA, LENS, VITREOUS, Medium
 from icl.eye.trace import Placement, Step, Surface
 
@@ -266,8 +267,8 @@ def paraxial_matrix(steps: list[Step]) -> np.ndarray:
     for s in steps:
         z = s.placement.z + s.surface.offset
         if prev is not None:
-            mat = np.array([[1.0, (z - prev) / s.n1], [0.0, 1.0]]) @ mat
+            mat = linalg.matmul([[1.0, (z - prev) / s.n1], [0.0, 1.0]], mat)
         power = (s.n2 - s.n1) * s.surface.curvature
-        mat = np.array([[1.0, 0.0], [-power, 1.0]]) @ mat
+        mat = linalg.matmul([[1.0, 0.0], [-power, 1.0]], mat)
         prev = z
     return mat

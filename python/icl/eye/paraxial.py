@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from icl import linalg
 from icl.eye.model import Eye, Implant, index_after, paraxial_matrix, path_steps
 
 
@@ -56,7 +55,7 @@ def paraxial(eye: Eye, implant: Implant | None = None, wavelength_nm: float = 55
     if front:
         mf = paraxial_matrix(front)
         zf = front[-1].placement.z + front[-1].surface.offset
-        mf = np.array([[1.0, (eye.stop_z - zf) / front[-1].n2], [0.0, 1.0]]) @ mf
+        mf = linalg.matmul([[1.0, (eye.stop_z - zf) / front[-1].n2], [0.0, 1.0]], mf)
         ep_z = mf[0, 1] / mf[0, 0]  # object-side plane (air) imaged onto the iris
         ep_mag = mf[0, 0]
     else:
@@ -64,7 +63,7 @@ def paraxial(eye: Eye, implant: Implant | None = None, wavelength_nm: float = 55
     if rear:
         mr = paraxial_matrix(rear)
         z0 = rear[0].placement.z + rear[0].surface.offset
-        mr = mr @ np.array([[1.0, (z0 - eye.stop_z) / rear[0].n1], [0.0, 1.0]])
+        mr = linalg.matmul(mr, [[1.0, (z0 - eye.stop_z) / rear[0].n1], [0.0, 1.0]])
         zl = rear[-1].placement.z + rear[-1].surface.offset
         xp_z = zl - mr[0, 1] * n_img / mr[1, 1]  # where the chief ray (y=0 at the iris) crosses the axis
     else:
@@ -81,8 +80,8 @@ def retina_for_excess(eye: Eye, excess_d: float, wavelength_nm: float = 550.0) -
         return par.back_focal_z
     steps = path_steps(eye, None, "host", wavelength_nm)
     z_obj = par.entrance_pupil_z - 1000.0 / excess_d
-    mat = paraxial_matrix(steps) @ np.array([[1.0, steps[0].placement.z + steps[0].surface.offset - z_obj],
-                                               [0.0, 1.0]])
+    mat = linalg.matmul(paraxial_matrix(steps), [[1.0, steps[0].placement.z + steps[0].surface.offset - z_obj],
+                                                 [0.0, 1.0]])
     z_last = steps[-1].placement.z + steps[-1].surface.offset
     return z_last - mat[0, 1] * index_after(eye, wavelength_nm) / mat[1, 1]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from icl import linalg
 from icl._core_loader import core
 from icl.eye.model import GHOST_PATHS, PRIMARY_PATHS, Eye, Implant
 from icl.eye.paraxial import paraxial
@@ -28,6 +29,27 @@ from icl.optics.thin import circle_overlap
 
 N_AZIMUTHS = 64
 N_BISECT = 48
+# Largest wavefront change between neighbouring pupil samples of one path (waves): beyond it the FFT
+# aliases the path's light.
+MAX_STEP_WAVES = 0.5
+# Cells a path covers by less than this fraction of their area are left out of the sampling check: they
+# carry at most 1e-12 of a cell's energy each (the filtered coverages' far tails and round-off, e.g. 1 - (1
+# - 7e-16) where a path is absent), so a steep wavefront there cannot alias light that matters, and
+# round-off cannot decide whether a cell is checked.
+MIN_CHECKED_COVERAGE = 1e-6
+
+
+class PupilUndersampled(ValueError):
+    """A path's wavefront changes by more than :data:`MAX_STEP_WAVES` between pupil samples."""
+
+    def __init__(self, path: str, waves: float):
+        super().__init__(
+            f"path {path}: the wavefront changes by {waves:.2f} waves between pupil samples (> {MAX_STEP_WAVES}): "
+            "its far field is wider than the sampled window; sample the pupil more finely "
+            "(Sampling.min_pupil_samples), widen the window (Sampling.support_arcmin, coarser pitch) or render "
+            "the path geometrically")
+        self.path = path
+        self.waves = waves
 
 
 @dataclass(frozen=True)
@@ -119,7 +141,7 @@ class ThickPupil:
         x, y = centre[0] + rb * np.cos(phi), centre[1] + rb * np.sin(phi)
         # Algebraic circle fit (exact for a circle; the boundary of a tilted beam is nearly one).
         a = np.column_stack([x, y, np.ones_like(x)])
-        sol = np.linalg.lstsq(a, x * x + y * y, rcond=None)[0]
+        sol = linalg.lstsq(a, x * x + y * y)
         cu, cv = sol[0] / 2, sol[1] / 2
         radius = math.sqrt(sol[2] + cu * cu + cv * cv)
         roundness = float(np.max(np.abs(np.hypot(x - cu, y - cv) - radius)))
@@ -207,17 +229,24 @@ def _coverage(cu: float, cv: float, r: float, n: int, du: float, edge: EdgeFilte
     return core.disk_coverage_filtered(cu * 1e-3, cv * 1e-3, r * 1e-3, n, du, list(edge.taps), edge.sub)
 
 
+def max_step_waves(w_mm: np.ndarray, frac: np.ndarray, idx: tuple, n: int, lam_mm: float) -> float:
+    """Largest wavefront change (waves) between neighbouring samples both covered by at least
+    :data:`MIN_CHECKED_COVERAGE` of the path.
+    """
+    grid = np.full((n, n), np.nan)
+    grid[idx] = np.where(frac >= MIN_CHECKED_COVERAGE, w_mm, np.nan)
+    steps = [np.abs(np.diff(grid, axis=a)) for a in (0, 1)]
+    worst = max(float(np.nanmax(d)) if np.any(np.isfinite(d)) else 0.0 for d in steps)
+    return worst / lam_mm
+
+
 def _check_sampling(path: str, w_mm: np.ndarray, frac: np.ndarray, idx: tuple, n: int, lam_mm: float) -> None:
     """Refuse a grid on which the path's wavefront changes by more than half a wave between neighbours.
 
-    Such a phase is aliased by the FFT (light lands at wrong angles); strongly defocused ghosts need a
-    far-field window wide enough for their spread or the geometric component (:mod:`icl.eye.ghosts`).
+    Such a phase is aliased by the FFT (light lands at wrong angles); a finer pupil grid resolves it
+    (:func:`icl.pro.thick.render_thick` refines until it does), strongly defocused ghosts need a far-field
+    window wide enough for their spread or the geometric component (:mod:`icl.eye.ghosts`).
     """
-    grid = np.full((n, n), np.nan)
-    grid[idx] = np.where(frac > 0, w_mm, np.nan)
-    steps = [np.abs(np.diff(grid, axis=a)) for a in (0, 1)]
-    worst = max(float(np.nanmax(d)) if np.any(np.isfinite(d)) else 0.0 for d in steps)
-    if worst > 0.5 * lam_mm:
-        raise ValueError(f"path {path}: the wavefront changes by {worst / lam_mm:.2f} waves between pupil "
-                         "samples (> 0.5): its far field is wider than the sampled window; widen the window "
-                         "(Sampling.support_arcmin, coarser pitch) or render the path geometrically")
+    waves = max_step_waves(w_mm, frac, idx, n, lam_mm)
+    if waves > MAX_STEP_WAVES:
+        raise PupilUndersampled(path, waves)

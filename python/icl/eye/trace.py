@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from icl import linalg
 from icl._core_loader import core
 
 # Flag bits set by the kernel (cpp/raytrace.hpp).
@@ -40,7 +41,7 @@ class Placement:
         rx = np.array([[1, 0, 0], [0, math.cos(ax), -math.sin(ax)], [0, math.sin(ax), math.cos(ax)]])
         ry = np.array([[math.cos(ay), 0, math.sin(ay)], [0, 1, 0], [-math.sin(ay), 0, math.cos(ay)]])
         rz = np.array([[math.cos(az), -math.sin(az), 0], [math.sin(az), math.cos(az), 0], [0, 0, 1]])
-        return rz @ ry @ rx
+        return linalg.matmul(linalg.matmul(rz, ry), rx)
 
     @property
     def pivot(self) -> np.ndarray:

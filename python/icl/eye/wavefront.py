@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icl import linalg
 from icl.eye.model import Eye, Implant, index_after, path_steps
 from icl.eye.paraxial import Paraxial, paraxial
 from icl.eye.trace import Rays, TraceOptions, to_plane, trace
@@ -23,7 +24,7 @@ START_Z = -2.0  # mm: a plane in air in front of the cornea where rays start
 def direction(field_arcmin: tuple[float, float]) -> np.ndarray:
     """Unit propagation direction of light from a source at ``field_arcmin``."""
     d = np.array([-math.tan(field_arcmin[0] * ARCMIN), -math.tan(field_arcmin[1] * ARCMIN), 1.0])
-    return d / np.linalg.norm(d)
+    return d / linalg.norm(d)
 
 
 def pupil_rays(u: np.ndarray, v: np.ndarray, field_arcmin: tuple[float, float], entrance_pupil_z: float,
@@ -53,7 +54,7 @@ class Reference:
     @property
     def radius(self) -> float:
         """Distance from the exit pupil centre to the reference image point."""
-        return float(np.linalg.norm(self.centre - self.exit_pupil))
+        return linalg.norm(self.centre - self.exit_pupil)
 
 
 def to_sphere(rays: Rays, ref: Reference, index: float) -> Rays:

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from icl import linalg
 from icl.forensics.baseline import duplicate_scores, squash
 from icl.forensics.generate import NOISE_SIGMA, TOLERANCES, _fold, _with, render_scene
 
@@ -103,7 +104,7 @@ def _centroid(img: np.ndarray, pitch_arcsec: float) -> np.ndarray:
     """Flux centroid (x, y) in arcmin of an [n, n] image centred on the axis (docs/conventions.md)."""
     a = np.clip(img, 0, None)
     ax = (np.arange(img.shape[0]) - (img.shape[0] - 1) / 2) * pitch_arcsec / 60
-    return np.array([a.sum(axis=0) @ ax, a.sum(axis=1) @ ax]) / a.sum()
+    return np.array([linalg.dot(a.sum(axis=0), ax), linalg.dot(a.sum(axis=1), ax)]) / a.sum()
 
 
 class _Fit:
@@ -147,9 +148,9 @@ class _Fit:
                 du[k] = step
                 cols.append(((self.render(u + du) - model) / step * f * w).ravel())
             jac = np.column_stack([*cols, (model * w).ravel()])
-            jtj, jtr = jac.T @ jac, jac.T @ r.ravel()
+            jtj, jtr = linalg.matmul(jac.T, jac), linalg.matmul(jac.T, r.ravel())
             for _try in range(5):
-                d = np.linalg.solve(jtj + lam * np.diag(np.diag(jtj)), jtr)
+                d = linalg.lstsq(jtj + lam * np.diag(np.diag(jtj)), jtr)  # square: the solution
                 trial = u.copy()
                 trial[idx] = np.clip(u[idx] + d[: len(idx)], -FIT_BOUND, FIT_BOUND)
                 m_new = self.render(trial)
@@ -250,8 +251,8 @@ def probes(img: np.ndarray, stated: dict[str, Any], fit: dict[str, Any]) -> dict
     jac = np.column_stack([*cols, base.ravel()]) / NOISE_SIGMA
 
     def chi2(a: np.ndarray) -> float:
-        coef = np.linalg.lstsq(a, r, rcond=None)[0]
-        return float(np.mean((r - a @ coef) ** 2))
+        coef = linalg.lstsq(a, r)
+        return float(np.mean((r - linalg.matmul(a, coef)) ** 2))
 
     chi_j = chi2(jac)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from icl import linalg
 from icl.crosscheck import not_ranked_reason
 from icl.errors import InputError
 from icl.halo.ring import measure_ring, polar_grid, polar_profile
@@ -177,7 +178,7 @@ def _centroid(img: np.ndarray, axis: np.ndarray) -> tuple[float, float] | None:
     total = img.sum()
     if not total > 0:
         return None
-    return float(img.sum(axis=0) @ axis / total), float(img.sum(axis=1) @ axis / total)
+    return linalg.dot(img.sum(axis=0), axis) / total, linalg.dot(img.sum(axis=1), axis) / total
 
 
 def halo_mask(ref: ReferenceCondition) -> np.ndarray:

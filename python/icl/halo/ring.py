@@ -16,6 +16,7 @@ import math
 import numpy as np
 from scipy.ndimage import map_coordinates
 
+from icl import linalg
 from icl.halo.cases import FIRST_DARK, SECOND_DARK
 
 # Registered detection rule (docs/halo.md): the ring's annular-mean peak must stand above the lower
@@ -24,6 +25,7 @@ SIGNIFICANCE_K = 3.0
 PROFILE_BIN = 0.5  # annulus width of the azimuthal-mean profile, in pixels
 FIT_HALF_WIDTH = 0.30  # half-width (lambda/D) of the radial band fitted by a polynomial around the peak
 FIT_DEGREE = 6
+CRITICAL_GRID = 2049  # samples of [-1, 1] bracketing the fitted polynomial's extrema
 SECTORS = 16  # sectors used for the ring-only circle fit
 POLAR_RADII = 96
 POLAR_ANGLES = 72
@@ -150,10 +152,8 @@ def _poly_peak(r: np.ndarray, v: np.ndarray, r0: float, half: float) -> tuple[fl
     if sel.sum() < 3 * (FIT_DEGREE + 1):
         return None
     t = (r[sel] - r0) / half
-    coef = np.polynomial.polynomial.polyfit(t, v[sel], FIT_DEGREE)
-    crit = np.polynomial.polynomial.polyroots(np.polynomial.polynomial.polyder(coef))
-    crit = crit[np.isreal(crit)].real
-    crit = crit[np.abs(crit) <= 1.0]
+    coef = linalg.polyfit(t, v[sel], FIT_DEGREE)
+    crit = _critical_points(coef)
     if crit.size == 0:
         return None
     vals = np.polynomial.polynomial.polyval(crit, coef)
@@ -161,6 +161,25 @@ def _poly_peak(r: np.ndarray, v: np.ndarray, r0: float, half: float) -> tuple[fl
     if vals[k] <= 0:
         return None
     return r0 + crit[k] * half, float(vals[k])
+
+
+def _critical_points(coef: np.ndarray) -> np.ndarray:
+    """Points of [-1, 1] where the polynomial's derivative changes sign (every maximum and minimum there).
+
+    Brackets on a fine grid refined by Brent's method: the same bits on every host, which eigenvalues of
+    the companion matrix (LAPACK) are not. Extrema closer together than the grid step (1/1024) are missed;
+    a degree-6 fit over the ring's band has none.
+    """
+    from scipy.optimize import brentq
+
+    P = np.polynomial.polynomial
+    der = P.polyder(coef)
+    t = np.linspace(-1.0, 1.0, CRITICAL_GRID)
+    d = P.polyval(t, der)
+    roots = list(t[d == 0.0])
+    for i in np.nonzero(((d[:-1] < 0.0) & (d[1:] > 0.0)) | ((d[:-1] > 0.0) & (d[1:] < 0.0)))[0]:
+        roots.append(brentq(lambda x: float(P.polyval(x, der)), t[i], t[i + 1], xtol=1e-15))
+    return np.array(sorted(roots))
 
 
 def _crossing(x: np.ndarray, y: np.ndarray, level: float, k: int, step: int) -> float | None:
@@ -179,7 +198,7 @@ def _circle_fit(points: np.ndarray) -> tuple[float, float, float]:
     x, y = points[:, 0], points[:, 1]
     a = np.column_stack([x, y, np.ones_like(x)])
     b = x * x + y * y
-    (p, q, c), *_ = np.linalg.lstsq(a, b, rcond=None)
+    p, q, c = linalg.lstsq(a, b)
     cx, cy = p / 2, q / 2
     return float(cx), float(cy), float(math.sqrt(c + cx * cx + cy * cy))
 
@@ -298,7 +317,7 @@ def _ring_centre(img, r, dx, dy, centre, radius, half) -> list[float] | None:
         if m.sum() < 10:
             continue
         t = (rr[m] - radius) / half
-        coef = np.polynomial.polynomial.polyfit(t, vv[m], 2)
+        coef = linalg.polyfit(t, vv[m], 2)
         if coef[2] >= 0:
             continue
         rs = radius - half * coef[1] / (2 * coef[2])

@@ -18,6 +18,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import erfc, j1
 
+from icl import linalg
 from icl._core_loader import core
 
 # Leave room for the taper between the band edge and Nyquist; a multiple of 1/128 (the design grid of
@@ -106,6 +107,11 @@ def taper(f: np.ndarray, xb: float) -> np.ndarray:
 _EDGE_Z = 5.3  # erfc(5.3) / 2 ~ 1e-13: the taper's deviation at the band edge and at Nyquist
 _L = 4096  # frequency samples for the disk kernel's integral (trapezoid rule, spectrally exact here)
 _GAUSS = np.polynomial.legendre.leggauss(96)  # nodes on the band for the least-squares tap design
+# The designs' least squares are numerically rank-deficient (condition numbers up to 1e16); a Tikhonov
+# damping of 1e-14 of the matrix norm (LAPACK's default singular-value cutoff is about 4e-14 of the largest)
+# selects a small-norm solution without a cutoff decision. Solved in a fixed order (icl.linalg), so the taps
+# are the same bits on every host; the halfwidths and response errors equal LAPACK's on the bands tried.
+_DAMPING = 1e-14
 
 
 def _ls_taps(delta: float, xb: float, k: int, q: int = 1, check: bool = False) -> tuple[np.ndarray, float]:
@@ -121,12 +127,13 @@ def _ls_taps(delta: float, xb: float, k: int, q: int = 1, check: bool = False) -
     phase = 2 * np.pi * np.outer(f, m + delta)
     target = np.sinc(f / q) / q * wf
     design = np.vstack([np.cos(phase) * wf[:, None], np.sin(phase) * wf[:, None]])
-    h = np.linalg.lstsq(design, np.concatenate([target, np.zeros_like(target)]), rcond=None)[0]
+    h = linalg.lstsq(design, np.concatenate([target, np.zeros_like(target)]), _DAMPING)
     if not check:
         return h, float("nan")
     fe = np.linspace(-xb, xb, 2001)
-    resp = np.exp(2j * np.pi * np.outer(fe, m + delta)) @ h
-    return h, float(np.abs(q * resp - np.sinc(fe / q)).max())
+    phase = 2 * np.pi * np.outer(fe, m + delta)
+    re, im = (np.cos(phase) * h).sum(axis=1), (np.sin(phase) * h).sum(axis=1)
+    return h, float(np.hypot(q * re - np.sinc(fe / q), q * im).max())
 
 
 @dataclass(frozen=True)
@@ -176,10 +183,10 @@ def edge_filter(
         basis = lambda f: np.cos(2 * np.pi * np.outer(f, d)) * mult  # noqa: B023, E731
         design = np.vstack([basis(fp) * wp[:, None], basis(fs) * ws[:, None]])
         rhs = np.concatenate([wp / np.sinc(fp / sub), np.zeros(fs.size)])
-        c = np.linalg.lstsq(design, rhs, rcond=None)[0]
-        c = c / (basis(np.zeros(1)) @ c)[0]
-        if (np.abs(basis(check_p) @ c * np.sinc(check_p / sub) - 1.0).max() > pass_tol
-                or np.abs(basis(check_s) @ c).max() > stop_tol):
+        c = linalg.lstsq(design, rhs, _DAMPING)
+        c = c / linalg.dot(basis(np.zeros(1))[0], c)
+        if (np.abs(linalg.matmul(basis(check_p), c) * np.sinc(check_p / sub) - 1.0).max() > pass_tol
+                or np.abs(linalg.matmul(basis(check_s), c)).max() > stop_tol):
             return None
         full = np.concatenate([c[::-1], c]) if sub % 2 == 0 else np.concatenate([c[:0:-1], c])
         return EdgeFilter(tuple(float(v) for v in full), sub)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icl import linalg
+
 RAD_TO_ARCMIN = 180.0 * 60.0 / math.pi
 AIRY_DARK = (1.2196698912665045, 2.2331305943815286)  # first zeros of J1(pi x) / (pi x), x in lambda / D
 # First bright ring, lambda / D: the maximum of (2 J1(pi x) / (pi x))^2 lies where J2(pi x) = 0, x = j_{2,1} / pi
@@ -38,11 +40,11 @@ def system_matrix(surfaces: Sequence[Surface], z_end: float, n0: float = 1.0) ->
     m = np.eye(2)
     n, z = n0, surfaces[0].z
     for s in surfaces:
-        m = np.array([[1.0, (s.z - z) / n], [0.0, 1.0]]) @ m
+        m = linalg.matmul([[1.0, (s.z - z) / n], [0.0, 1.0]], m)
         power = 0.0 if math.isinf(s.radius) else (s.n_after - n) / s.radius
-        m = np.array([[1.0, 0.0], [-power, 1.0]]) @ m
+        m = linalg.matmul([[1.0, 0.0], [-power, 1.0]], m)
         n, z = s.n_after, s.z
-    return np.array([[1.0, (z_end - z) / n], [0.0, 1.0]]) @ m
+    return linalg.matmul([[1.0, (z_end - z) / n], [0.0, 1.0]], m)
 
 
 def equivalent_power_d(surfaces: Sequence[Surface]) -> float:
@@ -75,7 +77,7 @@ def longitudinal_sa(radius: float, conic: float, n: float, h: float) -> float:
     normal = np.array([-slope, 1.0]) / math.hypot(slope, 1.0)  # (r, z), pointing into the medium
     d = np.array([0.0, 1.0])
     mu = 1.0 / n
-    cos_i = float(normal @ d)
+    cos_i = linalg.dot(normal, d)
     k = 1.0 - mu * mu * (1.0 - cos_i * cos_i)
     t = mu * d + (math.sqrt(k) - mu * cos_i) * normal
     crossing = z + (-h) * t[1] / t[0]

@@ -29,6 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from icl import linalg
 from icl.pro.package import value
 
 ENGINE = "icl.eye (thick sequential eye: traced paths lens/hole/edge) + icl.optics.render far field"
@@ -152,7 +153,7 @@ def solid_wavefront_zernike(pkg: dict, n_rings: int = 24) -> dict[str, float]:
             np.sqrt(7) * (20 * r**6 - 30 * r**4 + 12 * r**2 - 1),
         ]
     )
-    coef = np.linalg.lstsq(basis, w_mm / 550e-6, rcond=None)[0]
+    coef = linalg.lstsq(basis, w_mm / 550e-6)
     return {
         "defocus": float(coef[1]),
         "spherical": float(coef[2]),
