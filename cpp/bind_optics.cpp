@@ -57,6 +57,7 @@ void register_optics(py::module_& m) {
         .def_readwrite("icl_power", &icl::PupilParams::icl_power)
         .def_readwrite("cyl_power", &icl::PupilParams::cyl_power)
         .def_readwrite("cyl_axis", &icl::PupilParams::cyl_axis)
+        .def_readwrite("icl_piston", &icl::PupilParams::icl_piston)
         .def_readwrite("dec_u", &icl::PupilParams::dec_u)
         .def_readwrite("dec_v", &icl::PupilParams::dec_v)
         .def_readwrite("optic_zone_diameter", &icl::PupilParams::optic_zone_diameter)

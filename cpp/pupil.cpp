@@ -260,7 +260,8 @@ void build_pupil(const PupilParams& p, std::ptrdiff_t n, double du, double wavel
             const double u = (static_cast<double>(j) - c0) * du;
             const double du_c = u - p.dec_u, dv_c = v - p.dec_v;
             const double d_perp = -du_c * sa + dv_c * ca;
-            const double w_icl = -0.5 * p.icl_power * (du_c * du_c + dv_c * dv_c) - 0.5 * p.cyl_power * d_perp * d_perp;
+            double w_icl = -0.5 * p.icl_power * (du_c * du_c + dv_c * dv_c) - 0.5 * p.cyl_power * d_perp * d_perp;
+            if (p.icl_piston != 0.0) w_icl += p.icl_piston;  // untouched without one: the same bits as before
             // Partial cells are split by area: a cell on two edges uses the product of coverages,
             // exact whenever one of the two edges does not cross that cell.
             const double f_hole = hole ? zone[idx] * hole[idx] : 0.0;

@@ -17,6 +17,7 @@ struct PupilParams {
     double icl_power = -8.0;
     double cyl_power = 0.0;
     double cyl_axis = 0.0;
+    double icl_piston = 0.0;  // optical path (m) the optic adds over the hole and the zone's outside
     double dec_u = 0.0, dec_v = 0.0;
     double optic_zone_diameter = 6.0e-3;
     double hole_diameter = 0.0;

@@ -84,10 +84,12 @@ def test_baselines_through_the_cli(release, tmp_path):
         rows[mode] = load_json(out)
     phys, rand = rows["physics"], rows["random"]
     # The physics check re-renders every stated condition within the published tolerances. Measured on
-    # this small release (development key of seed 11): NH 1.00, DUP 0.89, SPL 1.00 (S 0.96) against random
-    # 0.43, 0.39, 0.33 (S 0.38); with 4 to 10 positives one rank moves an area by up to about 0.15, the
-    # margin allowed here. Small releases spread widely: seeds 12 and 13 give physics S 0.42 and 0.52.
-    measured = {"NH": 1.00, "DUP": 0.89, "SPL": 1.00}
+    # this small release (development key of seed 11, images in the visual frame): NH 0.83, DUP 0.58, SPL 0.53
+    # (S 0.62) against random 0.43, 0.39, 0.33 (S 0.38); with 4 to 10 positives one rank moves an area by up
+    # to about 0.15, the margin allowed here. Small releases spread widely: the same draws with every decentre
+    # reflected (the halo frame's images) gave physics 1.00, 0.89, 1.00 (S 0.96), seeds 12 and 13 S 0.42 and
+    # 0.52.
+    measured = {"NH": 0.83, "DUP": 0.58, "SPL": 0.53}
     for item in ("NH", "DUP", "SPL"):
         assert phys["items"][item]["value"] == pytest.approx(measured[item], abs=0.15)
         assert phys["items"][item]["value"] > rand["items"][item]["value"]

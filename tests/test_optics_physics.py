@@ -1,11 +1,13 @@
 """Physics of the thin-phase renderer against analytic results (docs/conventions.md)."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 from analytic import airy_pixel_flux, radial_extremum
 from icl.optics import ICL, Detector, Extent, Pupil, Sampling, Scene, Source, render
+from icl.optics.model import decentre_shift_arcmin
 from icl.optics.render import psf_samples, support_samples
 from icl.optics.sampling import edge_filter
 
@@ -122,24 +124,29 @@ def test_black_hole_removes_its_area_fraction():
     assert frac < removed < 1.05 * frac
 
 
-def test_prentice_shift_of_decentred_optic():
+@pytest.mark.parametrize("frame,sign", [("visual", -1.0), ("halo", 1.0)])
+def test_prentice_shift_of_decentred_optic(frame, sign):
+    """Prentice: W = -(K/2)|u - c|^2 holds the tilt K c (K = -8 D): the light is deviated toward -c. Seen
+    (visual frame) the pattern moves by -K c = +5.5004 arcmin for c = +0.2 mm ("with motion"); the halo
+    track's stated convention draws it at +K c = -5.5004 arcmin."""
     dec = Pupil(icl=ICL(decentre_mm=(0.2, 0.0)))
-    # Prentice: W = -(K/2)|u - c|^2 holds the tilt K c, which moves the pattern by +K c (K = -8 D).
-    shift = -8.0 * 0.2e-3 * ARCMIN_PER_RAD
-    assert shift == pytest.approx(-5.5004, abs=1e-4)
+    shift = sign * -8.0 * 0.2e-3 * ARCMIN_PER_RAD
+    assert shift == pytest.approx(sign * -5.5004, abs=1e-4)
+    assert decentre_shift_arcmin(-8.0, 0.2, frame) == pytest.approx(shift, rel=1e-12)
     sampling = Sampling(support_arcmin=30.0)
-    moved = render(_scene(dec, n=256), sampling).scene
+    scene = dataclasses.replace(_scene(dec, n=256), frame=frame)
+    moved = render(scene, sampling).scene
     # The same Airy pattern placed directly at the prism position through a clear emmetropic eye.
     ideal = render(Scene((Source(x_arcmin=shift),), CLEAR_EYE, Detector(n=256)), sampling).scene
     assert np.abs(moved - ideal).sum() / ideal.sum() < 1e-4
     # Centre of the main image by the centroid within 1 arcmin of the peak (symmetric pattern).
-    res = render(_scene(dec, n=256), sampling)
+    res = render(scene, sampling)
     x, y = np.meshgrid(res.x_arcmin, res.y_arcmin)
     iy, ix = np.unravel_index(np.argmax(moved), moved.shape)
     win = np.hypot(x - x[iy, ix], y - y[iy, ix]) < 1.0
     cx = (moved * x)[win].sum() / moved[win].sum()
     cy = (moved * y)[win].sum() / moved[win].sum()
-    assert cx == pytest.approx(-5.5004, abs=0.01) and cy == pytest.approx(0.0, abs=0.01)
+    assert cx == pytest.approx(shift, abs=0.01) and cy == pytest.approx(0.0, abs=0.01)
     # The first bright ring stays concentric with the wick.
     r = radial_extremum(moved, res.x_arcmin, res.y_arcmin, (cx, cy), 0.9661)
     assert r == pytest.approx(0.9661, rel=2e-3)
@@ -236,3 +243,30 @@ def test_fast_preset_meets_its_accuracy_target_and_costs_less(src):
     used = {k: next(iter(res.sampling["wavelengths_nm"].values()))["fft_length"] for k, res in
             (("fast", fast), ("default", default))}
     assert used["fast"] < used["default"]
+
+
+def test_optic_piston_sets_the_phase_against_the_hole():
+    """``optic_opd_um`` is a piston of the optic's wavefront only: with no power anywhere the pupil is the
+    optic's area at phase 2 pi p / lambda plus the hole's at 0, so the far field's centre holds
+    |a_hole + a_optic exp(i phi)|^2; a whole wave changes nothing, half a wave subtracts the hole."""
+    lam = 550.0
+    d, h = 3.0, 0.8
+    a_h, a_o = h * h, d * d - h * h  # areas up to pi / 4
+
+    def centre(p_um: float) -> float:
+        pupil = Pupil(d, 0.0, ICL(power_d=0.0, hole_mm=h, optic_opd_um=p_um))
+        ps = psf_samples(pupil, lam, 4.0, 64, Sampling())
+        s = ps.samples.shape[0] // 2
+        return float(ps.samples[s, s])
+
+    base = centre(0.0)
+    assert centre(lam * 1e-3) == pytest.approx(base, rel=1e-9)
+    assert centre(5 * lam * 1e-3) == pytest.approx(base, rel=1e-9)
+    assert centre(0.5 * lam * 1e-3) / base == pytest.approx(((a_o - a_h) / (a_o + a_h)) ** 2, rel=2e-3)
+    assert centre(0.25 * lam * 1e-3) / base == pytest.approx((a_o**2 + a_h**2) / (a_o + a_h) ** 2, rel=2e-3)
+    # Solid (no hole) or index-matched: a global piston, the same image.
+    solid = Pupil(d, 0.0, ICL(power_d=0.0, hole_mm=h, hole="index_matched", optic_opd_um=0.3))
+    plain = Pupil(d, 0.0, ICL(power_d=0.0, hole_mm=h, hole="index_matched"))
+    a = psf_samples(solid, lam, 4.0, 64, Sampling()).samples
+    b = psf_samples(plain, lam, 4.0, 64, Sampling()).samples
+    assert np.abs(a - b).max() < 1e-6 * b.max()

@@ -143,7 +143,7 @@ class TracedThinPupil:
     wavefront.
 
     ``P = A_eye exp(2 pi i W_eye / lambda) * [(1 - f) + f exp(2 pi i W_icl / lambda)]`` with
-    ``W_icl = -(K/2)|h - c|^2``: ``h(u, v)`` is where the host eye's ray aimed at entrance-pupil point (u, v)
+    ``W_icl = p - (K/2)|h - c|^2``: ``h(u, v)`` is where the host eye's ray aimed at entrance-pupil point (u, v)
     crosses the ICL plane (traced, so the cornea's pupil aberration is in the mapping), ``K``, ``c``, hole
     and optic zone are the thin ICL's own on that plane, and ``f`` is the exact area fraction of each
     cell covered by the optic outside the (clear) hole, using the preimages of the hole and zone circles
@@ -162,6 +162,9 @@ class TracedThinPupil:
         Optic centre ``c`` on the ICL plane (mm).
     optic_zone_mm, hole_mm : float
         Optic zone and hole diameters on the ICL plane (mm).
+    piston_mm : float
+        The optic's piston ``p`` (mm of optical path over the light beside it; the thin model's
+        ``optic_opd_um`` / 1000).
 
     """
 
@@ -171,6 +174,7 @@ class TracedThinPupil:
     centre_mm: tuple[float, float] = (0.0, 0.0)
     optic_zone_mm: float = 6.0
     hole_mm: float = 0.0
+    piston_mm: float = 0.0
 
     @property
     def diameter_mm(self) -> float:
@@ -209,7 +213,8 @@ class TracedThinPupil:
         idx = np.nonzero(base)
         g = (np.arange(n) - (n - 1) / 2.0) * du * 1e3
         hx, hy = self._heights(g[idx[1]], g[idx[0]], lam_nm)
-        w_icl = -(self.power_d / 2.0) * 1e-3 * ((hx - self.centre_mm[0]) ** 2 + (hy - self.centre_mm[1]) ** 2)
+        w_icl = self.piston_mm - (self.power_d / 2.0) * 1e-3 * (
+            (hx - self.centre_mm[0]) ** 2 + (hy - self.centre_mm[1]) ** 2)
         cu, cv, rz = self.preimage(self.optic_zone_mm / 2, lam_nm)
         lens = core.disk_coverage(cu * 1e-3, cv * 1e-3, rz * 1e-3, n, du)
         if self.hole_mm > 0:
@@ -225,7 +230,21 @@ class TracedThinPupil:
         return self.host.blocked_fraction()
 
 
-def thin_on_traced(pupil: ThickPupil, wavelength_nm: float = 550.0, samples: int = 41) -> TracedThinPupil:
+def optic_opd_mm(pupil: ThickPupil, wavelength_nm: float = 550.0) -> float:
+    """The thin model's piston of ``pupil``'s optic: ``(n_optic - n_hole) x centre thickness`` (mm).
+
+    The optical path the optic's centre adds over the medium of its hole (the aqueous, unless the implant
+    names another), at ``wavelength_nm``.
+    """
+    imp = pupil.implant
+    if imp is None:
+        raise ValueError("the pupil has no implant")
+    beside = imp.hole_medium or pupil.eye.surfaces[1][1]  # the aqueous behind the cornea
+    return (imp.material.index(wavelength_nm) - beside.index(wavelength_nm)) * imp.thickness_mm
+
+
+def thin_on_traced(pupil: ThickPupil, wavelength_nm: float = 550.0, samples: int = 41,
+                   piston: bool = True) -> TracedThinPupil:
     """The thin model of ``pupil``'s ICL, on its plane, on top of its host eye's traced wavefront.
 
     The ICL plane is the implant's back vertex plane. ``W_lens - W_eye`` (the traced lens-path wavefront
@@ -233,7 +252,9 @@ def thin_on_traced(pupil: ThickPupil, wavelength_nm: float = 550.0, samples: int
     ``-(K/2)|h - c|^2 + const``: ``K`` is the thin power and ``c`` the effective centre, which the thin
     model gives to the optic and its hole together (docs/conventions.md). ``c`` differs from the implant's
     decentre by about 0.5 %: the prism at the ICL moves the ray on the crystalline lens 0.5 mm behind it,
-    whose power adds to the prism. Hole and optic zone diameters are the implant's own.
+    whose power adds to the prism. Hole and optic zone diameters are the implant's own. The optic's piston is
+    the thin model's stated one, :func:`optic_opd_mm` (``piston=False``: none, an optic of zero optical
+    thickness); the fitted constant is not used.
     """
     imp = pupil.implant
     if imp is None:
@@ -258,4 +279,5 @@ def thin_on_traced(pupil: ThickPupil, wavelength_nm: float = 550.0, samples: int
     host = ThickPupil(
         pupil.eye, None, pupil.field_arcmin, fresnel=pupil.fresnel, wavelength_nm=pupil.wavelength_nm
     )
-    return TracedThinPupil(host, k, z, centre, imp.optic_zone_mm, imp.hole_mm)
+    p = optic_opd_mm(pupil, wavelength_nm) if piston else 0.0
+    return TracedThinPupil(host, k, z, centre, imp.optic_zone_mm, imp.hole_mm, p)

@@ -7,9 +7,10 @@ refuses such a grid rather than alias it). With that much wavefront error diffra
 only at its edges, so the ray density is the right intensity: rays on a uniform grid of the entrance pupil,
 each carrying its cell's share of the flux times its Fresnel weight, are binned into detector pixels.
 
-Angles follow the convention of the pupil model (docs/conventions.md): a retinal offset ``d`` (mm) from
-the host chief ray's point is the angle ``d / f`` with ``f`` the implanted eye's equivalent focal length,
-added to the source position.
+Angles are drawn in the scene frames of the far-field engine (docs/conventions.md, "Frames"): a retinal
+offset ``d`` (mm) from the host chief ray's point is the angle ``-d / f`` from the source in the ``visual``
+frame (the retinal image is inverted: light landing beside a source's spot toward +x is seen toward -x) and
+``+d / f`` in the ``halo`` frame, with ``f`` the implanted eye's equivalent focal length.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from icl.eye.model import Eye, Implant, index_after
 from icl.eye.paraxial import paraxial
 from icl.eye.trace import TraceOptions, to_plane
 from icl.eye.wavefront import ARCMIN, host_reference, pupil_rays, trace_path
-from icl.optics.model import Detector, Source
+from icl.optics.model import FRAMES, Detector, Source
 
 
 def retinal_angles(
@@ -34,11 +35,16 @@ def retinal_angles(
     wavelength_nm: float,
     n_side: int,
     options: TraceOptions = TraceOptions(),
+    frame: str = "visual",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Angles (arcmin) and flux (units of the source flux per unit spectral weight) of rays along ``path``.
+    """Angles (arcmin, in ``frame``) and flux (units of the source flux per unit spectral weight) of rays
+    along ``path``.
 
     Rays fill the entrance pupil on an ``n_side`` square grid; stopped rays carry zero flux.
     """
+    if frame not in FRAMES:
+        raise ValueError(f"frame must be one of {FRAMES}, got {frame!r}")
+    sign = -1.0 if frame == "visual" else 1.0
     par = paraxial(eye, None, wavelength_nm)
     field = (source.x_arcmin, source.y_arcmin)
     u, v, w0 = uniform_pupil(n_side, eye.pupil_diameter_mm)
@@ -50,8 +56,8 @@ def retinal_angles(
     )
     ref = host_reference(eye, field, wavelength_nm, par)
     f_mm = paraxial(eye, implant, wavelength_nm).efl_mm if implant is not None else par.efl_mm
-    tx = source.x_arcmin + (out.x - ref.centre[0]) / f_mm / ARCMIN
-    ty = source.y_arcmin + (out.y - ref.centre[1]) / f_mm / ARCMIN
+    tx = source.x_arcmin + sign * (out.x - ref.centre[0]) / f_mm / ARCMIN
+    ty = source.y_arcmin + sign * (out.y - ref.centre[1]) / f_mm / ARCMIN
     flux = np.where(out.flags == 0, out.w, 0.0)
     return tx, ty, flux
 
@@ -64,8 +70,10 @@ def geometric_component(
     detector: Detector,
     n_side: int = 401,
     options: TraceOptions = TraceOptions(),
+    frame: str = "visual",
 ) -> tuple[np.ndarray, float]:
-    """Pixel flux [n, n] of ``source`` along ``path`` (row = +y) and the flux that arrives outside it.
+    """Pixel flux [n, n] of ``source`` along ``path`` (row = +y, drawn in ``frame``) and the flux that
+    arrives outside it.
 
     Summed over the source spectrum with its weights, scaled by its flux (same units as
     :func:`icl.optics.render`).
@@ -76,7 +84,7 @@ def geometric_component(
     img = np.zeros((n, n))
     outside = 0.0
     for lam, weight in source.spectrum:
-        tx, ty, flux = retinal_angles(eye, implant, path, source, lam, n_side, options)
+        tx, ty, flux = retinal_angles(eye, implant, path, source, lam, n_side, options, frame)
         flux = flux * (source.flux * weight)
         h, _, _ = np.histogram2d(ty, tx, bins=(edges, edges), weights=flux)
         img += h

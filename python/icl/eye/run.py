@@ -32,6 +32,11 @@ LEDGER_KEYS = (
     "outside_detector",
     "residual",
 )
+FRAME = "visual"  # every image and angle icl eye-trace writes (docs/conventions.md, "Frames")
+FRAME_TEXT = ("visual frame: angles on the observation-angle plane as the observer sees them, +x right, +y up "
+              "(row i = +y, column j = +x); a source at +x is drawn at +x and light that the implant deviates "
+              "toward +x on its way to the retina is drawn toward -x (a minus ICL decentred toward +x moves its "
+              "pattern toward +x, 'with motion'); paths.npz keeps retinal points in the eye's own coordinates")
 RAY_SAMPLE_SIDE = 21  # rays per pupil diameter written to paths.npz (a readable sample, not the integration)
 
 
@@ -91,13 +96,13 @@ def run(
         field_ = (src.x_arcmin, src.y_arcmin)
         src_energy: dict = {"paths": {}}
         if primary:
-            res = render(Scene((src,), ThickPupil(eye, imp, field_, primary), det))
+            res = render(Scene((src,), ThickPupil(eye, imp, field_, primary), det, FRAME))
             comps[0] += res.components[0]
             src_energy["wave_primary"] = res.ledgers[0]
             if progress:
                 progress(f"{src.id}: primary ({'+'.join(primary)})")
         for g in ghosts:
-            img, _ = geometric_component(eye, imp, g, src, det, ghost_side)
+            img, _ = geometric_component(eye, imp, g, src, det, ghost_side, frame=FRAME)
             comps[names.index(g)] += img
             if progress:
                 progress(f"{src.id}: {g}")
@@ -167,6 +172,8 @@ def _metrics(pkg: Package, primary, ghosts, names, comps, per_source) -> dict:
             "angles": "arcmin on the observation-angle plane, +x right, +y up, row i = +y",
             "lengths": "mm",
         },
+        "frame": FRAME,
+        "frame_definition": FRAME_TEXT,
         "paths_enabled": list(primary + ghosts),
         "component_names": names,
         "component_method": {n: ("wave" if n == "primary" else "geometric") for n in names},

@@ -47,8 +47,8 @@ import numpy as np
 from icl import linalg
 from icl.forensics.baseline import duplicate_scores, squash
 from icl.forensics.generate import NOISE_SIGMA, TOLERANCES, _fold, _with, render_scene
+from icl.optics.model import decentre_shift_arcmin
 
-ARCMIN_PER_RAD = 180 * 60 / np.pi
 FIT_NAMES = ("pupil", "defocus", "cyl_0", "cyl_45", "decentre_x", "decentre_y")
 FIT_BOUND = 4.0  # nuisances are clipped to +-4 tolerances while fitting
 COARSE_FLOOR = 3e-2  # coarse weights 1 / (noise + 3 % of the model): core and halo shape count alike
@@ -181,7 +181,8 @@ def fit_nuisances(img: np.ndarray, stated: dict[str, Any]) -> dict[str, Any]:
     """
     fit = _Fit(img, stated)
     u0 = np.zeros(len(FIT_NAMES))
-    prism = stated["pupil"]["icl"]["power_d"] * 1e-3 * ARCMIN_PER_RAD  # arcmin of shift per mm of decentre
+    # Arcmin of pattern shift per mm of decentre, in the scene's frame (the sign starts the fit on the right side).
+    prism = decentre_shift_arcmin(stated["pupil"]["icl"]["power_d"], 1.0, stated.get("frame", "visual"))
     if prism:
         pitch = stated["detector"]["pitch_arcsec"]
         shift = _centroid(img, pitch) - _centroid(fit.render(u0), pitch)

@@ -97,6 +97,7 @@ def _draw_scene(rng: np.random.Generator, far: bool | None = None) -> dict[str, 
         "sources": [
             {"id": "L1", "x_arcmin": x, "y_arcmin": y, "flux": 1.0, "spectrum": spectrum, "extent": extent}
         ],
+        "frame": "visual",
     }
 
 

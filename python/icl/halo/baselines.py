@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from icl.errors import InputError
+from icl.halo.cases import halo_scene
 from icl.io import load_json, write_npz
 from icl.optics import Scene, render
 from icl.optics.model import ARCMIN
@@ -140,7 +141,7 @@ def run_baseline(
             if not isinstance(cid, str) or not cid.replace("_", "").isalnum():
                 raise InputError("bad condition id", str(pub_file), where + ".id")
             try:
-                scene = Scene.from_dict(c.get("scene"), file=str(pub_file))
+                scene = halo_scene(c.get("scene"), file=str(pub_file))
             except InputError as exc:
                 raise InputError(exc.reason, str(pub_file), f"{where}.scene.{exc.field}") from None
             if mode == "reference":

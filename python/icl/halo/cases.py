@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from icl._paths import cases_dir
 from icl.errors import InputError
 from icl.io import load_json
 from icl.optics import Scene
-from icl.optics.model import ARCMIN
+from icl.optics.model import ARCMIN, decentre_shift_arcmin
 
 CONDITION_LABELS = ("a", "b")
 # Zeros of the Airy pattern in units of lambda / D: dark rings at j_{1,k} / pi, bright rings where
@@ -98,11 +98,11 @@ class Condition:
         return all(s.flux * sum(w for _, w in s.spectrum) == 0.0 for s in self.scene.sources)
 
     def prism_arcmin(self) -> tuple[float, float]:
-        """Whole-pattern shift by the decentred optic: theta = K_icl * c (Prentice), in arcmin."""
+        """Whole-pattern shift by the decentred optic in the track's frame: theta = K_icl * c (Prentice), arcmin."""
         icl = self.scene.pupil.icl
         if icl is None:
             return (0.0, 0.0)
-        return tuple(icl.power_d * c * 1e-3 / ARCMIN for c in icl.decentre_mm)
+        return tuple(decentre_shift_arcmin(icl.power_d, c, self.scene.frame) for c in icl.decentre_mm)
 
     def lambda_over_d_arcmin(self, which: str = "max") -> float:
         """Lambda / D in arcmin for the longest (``max``) or shortest (``min``) wavelength of all sources."""
@@ -258,10 +258,25 @@ def check_pair(conds: tuple[Condition, Condition], file: str) -> None:
         )
 
 
+FRAME = "halo"  # the track's stated sign convention (icl.optics.model.FRAMES; docs/halo.md)
+
+
+def halo_scene(d: Any, file: str | None = None) -> Scene:
+    """Parse a scene of this track: drawn in its stated sign convention, the ``halo`` frame.
+
+    Sources sit where they are seen; a decentred optic's tilt ``K c`` moves its pattern by ``+K c``
+    (docs/conventions.md, "Frames"). A scene that names another frame is refused.
+    """
+    scene = Scene.from_dict(d, file=file)
+    if isinstance(d, dict) and d.get("frame", FRAME) != FRAME:
+        raise InputError(f"the halo track's scenes are drawn in its own frame {FRAME!r}", file, "frame")
+    return replace(scene, frame=FRAME)
+
+
 def _scene_from_dict(d: Any, file: str, where: str) -> Scene:
     """Parse a scene, prefixing the field of any error with its place in the case file."""
     try:
-        return Scene.from_dict(d, file=None)
+        return halo_scene(d)
     except InputError as exc:
         field = f"{where}.{exc.field}" if exc.field else where
         raise InputError(exc.reason, file, field) from None

@@ -17,6 +17,7 @@ import numpy as np
 from icl import linalg
 from icl.crosscheck import not_ranked_reason
 from icl.errors import InputError
+from icl.halo.cases import halo_scene
 from icl.halo.ring import measure_ring, polar_grid, polar_profile
 from icl.io import load_json, load_npz, write_json
 from icl.optics import Scene
@@ -89,7 +90,7 @@ def load_release(release: str | Path, split: str = "dev") -> list[tuple[str, lis
             cid = c.get("id")
             if not isinstance(cid, str) or not cid.replace("_", "").isalnum():
                 raise InputError("bad condition id", str(pub_file), f"cases[{i}].conditions[{j}].id")
-            scene = Scene.from_dict(c.get("scene"), file=str(pub_file))
+            scene = halo_scene(c.get("scene"), file=str(pub_file))
             npz = root / private / f"{cid}.npz"
             arrays = load_npz(
                 npz, required=("components", "scene", "angular_pixel_arcsec", "x_arcmin", "y_arcmin")

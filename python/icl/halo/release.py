@@ -283,8 +283,11 @@ W at every wavelength):
 
 * eye, over the whole pupil: `W_eye = -(K_eye / 2) |u|^2`, `K_eye = eye_excess_d` (1/m);
 * ICL, inside the optic zone (disk of `optic_zone_mm` centred on the decentre `c = decentre_mm`) and outside
-  its hole: `W_icl = -(K / 2) |u - c|^2 - (C / 2) d^2`, `K = power_d`, `C = cylinder_d`,
-  `d = -(u - c_u) sin(alpha) + (v - c_v) cos(alpha)`, `alpha = axis_deg` counter-clockwise from +x;
+  its hole: `W_icl = p - (K / 2) |u - c|^2 - (C / 2) d^2`, `K = power_d`, `C = cylinder_d`,
+  `d = -(u - c_u) sin(alpha) + (v - c_v) cos(alpha)`, `alpha = axis_deg` counter-clockwise from +x; `p` is the
+  optical path the optic's centre adds over the light beside it (`optic_opd_um`, in micrometres): absent
+  from every scene of this track, so `p = 0`, an optic of zero optical thickness whose centre is in phase
+  with the hole's light;
 * hole (disk of `hole_mm` centred on c): `clear` keeps the eye term only, `black` sets A = 0,
   `index_matched` acts as the optic. Outside the optic zone only the eye term acts.
 
@@ -299,9 +302,13 @@ Sources: the model is isoplanatic. A point source at (x, y) arcmin gives the on-
 to (x, y); a uniform disk is the point pattern convolved with a uniform disk of `diameter_arcmin`;
 several wavelengths add as intensities; several sources add linearly, one component each.
 
-Sign convention of a decentred optic: the ray through the pupil centre is deflected by `K c` (Prentice),
-so the whole pattern moves by `K c`. Example: `power_d` -8 D decentred +0.2 mm in x moves the pattern by
--1.6 mrad = -5.5004 arcmin in x (towards -x), and the ring stays concentric with the wick.
+Sign convention of a decentred optic (this track's stated convention, the `halo` frame): the ray through
+the pupil centre is deflected by `K c` (Prentice), and the whole pattern is drawn moved by `K c`. Example:
+`power_d` -8 D decentred +0.2 mm in x moves the pattern by -1.6 mrad = -5.5004 arcmin in x (towards -x),
+and the ring stays concentric with the wick. This is a labelled convention of the track, not what an
+observer sees: through a real eye the retinal image is inverted, and the same optic's pattern is seen at
++5.5004 arcmin ("with motion"; ICL-Bench's other outputs use that visual frame). `icl render` draws a scene
+of this track in its convention when the scene names `"frame": "halo"`.
 
 ## What to return
 A folder with one `<condition>.npz` per condition holding `components` (float [n_sources, 512, 512], one

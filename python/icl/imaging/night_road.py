@@ -20,7 +20,7 @@ from icl.io import atomic_write_bytes, load_json, write_json, write_manifest, wr
 from icl.optics.model import Pupil, Scene, _check_keys
 from icl.optics.render import render
 
-SPEC_KEYS = {"detector", "sources", "variants", "display", "flux_unit", "notes", "labels", "order"}
+SPEC_KEYS = {"detector", "sources", "variants", "display", "flux_unit", "notes", "labels", "order", "frame"}
 
 
 def load_spec(path: str | Path) -> tuple[dict[str, Scene], DisplayMapping, dict]:
@@ -30,13 +30,14 @@ def load_spec(path: str | Path) -> tuple[dict[str, Scene], DisplayMapping, dict]
     variants = d.get("variants")
     if not isinstance(variants, dict) or not variants:
         raise InputError("expected a non-empty object of name -> pupil", file, "variants")
-    base = {k: d[k] for k in ("detector", "sources") if k in d}
+    base = {k: d[k] for k in ("detector", "sources", "frame") if k in d}
     scenes = {}
     for name, pupil in variants.items():
         if not name or any(c in name for c in "/\\|\0") or name.startswith("."):
             raise InputError("variant names must be plain folder names", file, f"variants.{name}")
         scene = Scene.from_dict(base, file=file)
-        scenes[name] = Scene(scene.sources, Pupil.from_dict(pupil, f"variants.{name}", file), scene.detector)
+        scenes[name] = Scene(scene.sources, Pupil.from_dict(pupil, f"variants.{name}", file), scene.detector,
+                             scene.frame)
     disp = d.get("display", {})
     _check_keys(disp, {"white", "knee"}, "display", file)
     try:
@@ -79,7 +80,7 @@ def run_scene(spec_path: str | Path, out_dir: str | Path,
         atomic_write_bytes(vdir / "preview.png", _png(to_rgb8(res.components, colours, res.angular_pixel_arcsec, mapping)))
         density = res.scene / (res.angular_pixel_arcsec / 60.0) ** 2
         metrics = {
-            "variant": name, "pupil": scene.pupil.to_dict(), "detector": {"n": scene.detector.n,
+            "variant": name, "frame": res.frame, "pupil": scene.pupil.to_dict(), "detector": {"n": scene.detector.n,
                                                                           "pitch_arcsec": scene.detector.pitch_arcsec},
             "units": {"retinal_linear.npz": "pixel flux (intensity integrated over the pixel), linear, in units of "
                       "the source flux" + (f" ({meta['flux_unit']})" if "flux_unit" in meta else ""),

@@ -22,7 +22,7 @@ import numpy as np
 from icl.imaging.fieldmap import PupilAt, field_deviations, fourier_shift
 from icl.imaging.metrics import encircled_energy, strehl
 from icl.imaging.mtf import psf_period
-from icl.optics.render import PupilModel
+from icl.optics.render import PointReflected, PupilModel
 
 # 6 arcsec x 1536 samples = 153.6 arcmin: long enough that the engine's minimum of 256 pupil samples
 # needs no longer FFT (the samples are one whole period) and wide enough (+-77 arcmin) for the
@@ -251,9 +251,15 @@ def thick_field_table(eye, implant, fields_deg: tuple[float, ...] = TABLE_FIELDS
     * ``flux_ratio``, ``blocked_fraction``, ``hole_footprint_radius_mm``: vignetting by the hole wall.
     * ``wavefront`` (:func:`wavefront_terms`) and ``pupil`` (:func:`iris_pupil`): the causes.
 
-    With ``refocus`` every field angle's PSF has its field defocus removed (:func:`thick_pupil_at`).
+    With ``refocus`` every field angle's PSF has its field defocus removed (:func:`thick_pupil_at`). Every
+    PSF is drawn in the visual frame (docs/conventions.md, "Frames"): the far field of the point-reflected
+    pupil, as a scene renders it.
     """
-    pupil_at = thick_pupil_at(eye, implant, wavelength_nm, refocus=refocus)
+    native = thick_pupil_at(eye, implant, wavelength_nm, refocus=refocus)
+
+    def pupil_at(x_deg: float, y_deg: float) -> PointReflected:
+        return PointReflected(native(x_deg, y_deg))
+
     fields = [(float(f), 0.0) for f in fields_deg]
     devs = field_deviations(pupil_at, fields, wavelength_nm, pitch_arcsec, np.array([10.0]), period)
     near = psf_period(pupil_at(paraxial_deg, 0.0), wavelength_nm, pitch_arcsec, period).samples
@@ -267,7 +273,7 @@ def thick_field_table(eye, implant, fields_deg: tuple[float, ...] = TABLE_FIELDS
         c = centroid_arcmin(s, pitch_arcsec)
         step = 60.0 / pitch_arcsec
         moved = fourier_shift(axis / axis.sum(), (c[1] - axis_c[1]) * step, (c[0] - axis_c[0]) * step)
-        hole = getattr(p, "base", p).footprints(wavelength_nm).get("hole", [])
+        hole = getattr(p.pupil, "base", p.pupil).footprints(wavelength_nm).get("hole", [])
         rows.append(FieldRow(
             fx, c, (lin[0] * fx / paraxial_deg, lin[1] * fx / paraxial_deg), d.shift_arcmin,
             2 * d.tv_nominal, float(np.abs(s / s.sum() - moved).sum()), 2 * d.tv_translated,
@@ -382,4 +388,5 @@ def thick_field_report(eye, implant, wavelength_nm: float = 550.0, figure: str |
             blend.append({"patch_deg": patch, "point_deg": [x, y],
                           "l1_blend_vs_exact": blend_error(pupil_at, x, y, patch, wavelength_nm)})
     return {"wavelength_nm": wavelength_nm, "pitch_arcsec": TABLE_PITCH_ARCSEC, "period": TABLE_PERIOD,
-            "tables": {k: [r.to_dict() for r in v] for k, v in tables.items()}, "blend": blend}
+            "frame": "visual", "tables": {k: [r.to_dict() for r in v] for k, v in tables.items()},
+            "blend": blend}

@@ -15,6 +15,16 @@ LEDGER_UNITS = (
 )
 
 
+# What each scene frame means (icl.optics.model.FRAMES), written beside every render (docs/conventions.md).
+FRAME_DEFINITIONS = {
+    "visual": "visual frame: +x right and +y up as the observer sees them; a source at +x appears at +x and "
+              "a minus optic decentred toward +x moves its pattern toward +x (Prentice, 'with motion'); "
+              "row i = +y, column j = +x",
+    "halo": "halo-track convention: sources where they are seen, but a pupil tilt W = a . u draws the pattern "
+            "at +a (a minus optic decentred toward +x moves its pattern toward -x); row i = +y, column j = +x",
+}
+
+
 def ledger_path(output: Path) -> Path:
     """Where ``icl render -o OUTPUT.npz`` writes its ledger: ``OUTPUT.npz.ledger.json``.
 
@@ -72,6 +82,8 @@ def render_cmd(spec: Path, output: Path, fft_factor: float) -> None:
     )
     ledger = {
         "units": LEDGER_UNITS,
+        "frame": res.frame,
+        "frame_definition": FRAME_DEFINITIONS[res.frame],
         "sources": {s.id: led for s, led in zip(scene.sources, res.ledgers, strict=True)},
         "total": res.ledger,
         "sampling": res.sampling,

@@ -127,17 +127,19 @@ def region_nodes(
 
 
 class _Wave:
-    """Quadratic wavefront ``W = -(K/2)|x - c|^2 - (C/2) d_perp^2`` (m); ``d_perp`` across the axis alpha."""
+    """Quadratic wavefront ``W = p - (K/2)|x - c|^2 - (C/2) d_perp^2`` (m); ``d_perp`` across the axis alpha,
+    ``p`` a piston (m).
+    """
 
     def __init__(self, power: float, centre: tuple[float, float] = (0.0, 0.0), cyl: float = 0.0,
-                 axis_rad: float = 0.0) -> None:
-        self.k, self.c, self.cyl = power, centre, cyl
+                 axis_rad: float = 0.0, piston: float = 0.0) -> None:
+        self.k, self.c, self.cyl, self.piston = power, centre, cyl, piston
         self.sa, self.ca = math.sin(axis_rad), math.cos(axis_rad)
 
     def __call__(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         du, dv = u - self.c[0], v - self.c[1]
         dp = -du * self.sa + dv * self.ca
-        return -0.5 * self.k * (du * du + dv * dv) - 0.5 * self.cyl * dp * dp
+        return self.piston - 0.5 * self.k * (du * du + dv * dv) - 0.5 * self.cyl * dp * dp
 
     def slope(self, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         du, dv = u - self.c[0], v - self.c[1]
@@ -171,7 +173,7 @@ def _pupil_terms(pupil: Pupil) -> list[tuple[tuple[Disk, ...], list[tuple[float,
     if icl is None:
         return [((pupil_disk,), [(1.0, eye)])]
     c = (1e-3 * icl.decentre_mm[0], 1e-3 * icl.decentre_mm[1])
-    both = _Sum(eye, _Wave(icl.power_d, c, icl.cylinder_d, math.radians(icl.axis_deg)))
+    both = _Sum(eye, _Wave(icl.power_d, c, icl.cylinder_d, math.radians(icl.axis_deg), 1e-6 * icl.optic_opd_um))
     zone: Disk = (*c, 0.5e-3 * icl.optic_zone_mm)
     if math.hypot(*c) + rp <= zone[2]:  # the pupil lies inside the optic zone
         terms = [((pupil_disk,), [(1.0, both)])]
@@ -291,7 +293,9 @@ def pixel_flux(
     :func:`pupil_quadrature`) resolving far-field angles up to ``theta_max`` (rad, x and y);
     ``diameter_mm`` is the clear pupil's diameter (a clear pupil sends the whole flux into the plane).
     The far field is evaluated at ``subpixel x subpixel`` Gauss nodes of each pixel of ``rows x cols``,
-    relative to the source, and integrated over the pixel.
+    relative to the source, and integrated over the pixel. In the scene's ``visual`` frame the pattern is
+    point-reflected about the source (the far field is evaluated at the negated offsets), as the observer
+    sees it; the ``halo`` frame takes it as it is (docs/conventions.md, "Frames").
     """
     if source.extent.kind != "point":
         raise ValueError(f"source {source.id!r}: the matrix-Fourier solver takes point sources only")
@@ -302,8 +306,9 @@ def pixel_flux(
     cols = np.arange(det.n) if cols is None else np.asarray(cols)
     p = det.pitch_arcsec * ARCSEC
     g = sampling.subpixel
-    ty, wy = _nodes((axis[rows] - source.y_arcmin) * 60 * ARCSEC, p, g)
-    tx, wx = _nodes((axis[cols] - source.x_arcmin) * 60 * ARCSEC, p, g)
+    sign = -1.0 if scene.frame == "visual" else 1.0
+    ty, wy = _nodes(sign * (axis[rows] - source.y_arcmin) * 60 * ARCSEC, p, g)
+    tx, wx = _nodes(sign * (axis[cols] - source.x_arcmin) * 60 * ARCSEC, p, g)
     tx = tx.ravel()
     theta_max = (float(np.abs(tx).max()), float(np.abs(ty).max()))
     area = math.pi * (0.5e-3 * diameter_mm) ** 2

@@ -24,6 +24,12 @@ from icl.errors import InputError
 ARCMIN = math.pi / (180.0 * 60.0)  # radians per arcmin
 ARCSEC = ARCMIN / 60.0
 HOLE_MODES = ("clear", "black", "index_matched")
+# How a scene's images are drawn on the sky (docs/conventions.md, "Frames"). ``visual``: as the observer sees
+# them, for sources and for what the eye's optics do to their light alike (a minus optic decentred toward +x
+# moves its pattern toward +x, "with motion"). ``halo``: the halo track's stated sign convention, in which a
+# pupil tilt W = a . u draws the pattern at +a (the same optic moves it toward -x) while sources stay where
+# they are seen.
+FRAMES = ("visual", "halo")
 EXTENT_KINDS = ("point", "disk", "image")
 MAX_PUPIL_MM = 12.0
 MAX_OFFSET_ARCMIN = 600.0
@@ -112,6 +118,11 @@ class ICL:
         Central hole diameter (mm); 0 means no hole.
     hole : {'clear', 'black', 'index_matched'}
         What fills the hole: uncorrected light, nothing, or the optic's own correction.
+    optic_opd_um : float
+        Optical path (um) that the optic's centre adds over the light that passes beside it (through a
+        clear hole or outside the optic zone): ``(n_optic - n_aqueous) * centre thickness`` for a real
+        optic. It is a piston of the optic's wavefront: it sets the phase between the optic's light and the
+        hole's (and the zone edge's) light. 0 (the default) is an optic of zero optical thickness.
 
     """
 
@@ -122,9 +133,10 @@ class ICL:
     optic_zone_mm: float = 6.0
     hole_mm: float = 0.0
     hole: str = "clear"
+    optic_opd_um: float = 0.0
 
     def __post_init__(self) -> None:
-        for key in ("power_d", "cylinder_d", "axis_deg"):
+        for key in ("power_d", "cylinder_d", "axis_deg", "optic_opd_um"):
             _set(self, key, _num(getattr(self, key), key, None))
         dec = self.decentre_mm
         if isinstance(dec, (str, bytes)) or not hasattr(dec, "__len__") or len(dec) != 2:
@@ -146,7 +158,7 @@ class ICL:
         """Build from a JSON object, naming the field of any error."""
         d = _check_keys(d, {f.name for f in fields(cls)}, where, file)
         kw: dict[str, Any] = {}
-        for key in ("power_d", "cylinder_d", "axis_deg", "optic_zone_mm", "hole_mm"):
+        for key in ("power_d", "cylinder_d", "axis_deg", "optic_zone_mm", "hole_mm", "optic_opd_um"):
             if key in d:
                 kw[key] = _typed(d[key], _sub(where, key), file)
         if "decentre_mm" in d:
@@ -439,16 +451,21 @@ class Source:
 class Scene:
     """Sources seen through one pupil onto one detector.
 
-    ``pupil`` is a :class:`Pupil` or any eye model with the same interface (a thick eye). A scene
-    whose render would need more than :data:`MAX_RENDER_BYTES` (:func:`render_memory_estimate`) is
-    refused: the support window grows with the farthest source, and the FFT plane with its square.
+    ``pupil`` is a :class:`Pupil` or any eye model with the same interface (a thick eye). ``frame`` says
+    how the images are drawn (:data:`FRAMES`; docs/conventions.md, "Frames"): ``visual`` (the default) as
+    the observer sees them, ``halo`` in the halo track's stated sign convention. A scene whose render would
+    need more than :data:`MAX_RENDER_BYTES` (:func:`render_memory_estimate`) is refused: the support window
+    grows with the farthest source, and the FFT plane with its square.
     """
 
     sources: tuple[Source, ...]
     pupil: Pupil = field(default_factory=Pupil)
     detector: Detector = field(default_factory=Detector)
+    frame: str = "visual"
 
     def __post_init__(self) -> None:
+        if self.frame not in FRAMES:
+            raise InputError(f"must be one of {list(FRAMES)}, got {self.frame!r}", None, "frame")
         srcs = self.sources
         if isinstance(srcs, Source) or not isinstance(srcs, (tuple, list)) or not srcs:
             raise InputError("expected a non-empty tuple of Source", None, "sources")
@@ -481,7 +498,7 @@ class Scene:
     @classmethod
     def from_dict(cls, d: Any, file: str | None = None) -> Scene:
         """Build from the JSON form (docs/formats.md); errors name the file and field."""
-        d = _check_keys(d, {"pupil", "detector", "sources"}, "", file)
+        d = _check_keys(d, {"pupil", "detector", "sources", "frame"}, "", file)
         if "sources" not in d:
             raise InputError("required", file, "sources")
         srcs = d["sources"]
@@ -491,7 +508,7 @@ class Scene:
         pupil = Pupil.from_dict(d.get("pupil", {}), "pupil", file)
         detector = Detector.from_dict(d.get("detector", {}), "detector", file)
         with _located("", file):
-            return cls(sources, pupil, detector)
+            return cls(sources, pupil, detector, d.get("frame", "visual"))
 
     def to_dict(self) -> dict:
         """JSON form (round-trips through :meth:`from_dict`)."""
@@ -499,7 +516,22 @@ class Scene:
             "pupil": self.pupil.to_dict(),
             "detector": asdict(self.detector),
             "sources": [s.to_dict() for s in self.sources],
+            "frame": self.frame,
         }
+
+
+def decentre_shift_arcmin(power_d: float, decentre_mm: float, frame: str = "visual") -> float:
+    """Where a thin optic of power ``power_d`` decentred by ``decentre_mm`` moves its pattern (arcmin), along
+    the decentre, in ``frame``.
+
+    The optic's wavefront ``-(K/2)|u - c|^2`` holds the tilt ``K c``: the light through the pupil centre is
+    deviated by ``K c`` (Prentice; toward -c for a minus optic). Seen, the pattern moves by ``-K c`` (with the
+    optic for a minus lens, "with motion"): the ``visual`` frame. The ``halo`` frame draws it at ``+K c``.
+    """
+    if frame not in FRAMES:
+        raise ValueError(f"frame must be one of {FRAMES}, got {frame!r}")
+    tilt = power_d * decentre_mm * 1e-3 / ARCMIN
+    return -tilt if frame == "visual" else tilt
 
 
 def render_memory_estimate(scene: Scene, fft_factor: float | None = None) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Protocol
 
@@ -47,6 +47,58 @@ class PupilModel(Protocol):
 
     def blocked_fraction(self) -> float:
         """Exact fraction of the clear pupil's area that is opaque."""
+
+
+@dataclass(frozen=True)
+class PointReflected:
+    """The pupil function ``P(-u, -v)`` of a pupil model: its far field is the point reflection of the model's.
+
+    The engine's grid is symmetric about the origin (nodes at ``(j - (n - 1) / 2) du``), so reversing both
+    axes of the model's samples is the reflection, exactly. What the model blocks does not change.
+    """
+
+    pupil: PupilModel
+
+    @property
+    def diameter_mm(self) -> float:
+        """The reflected model's diameter."""
+        return self.pupil.diameter_mm
+
+    @property
+    def takes_edge_filter(self) -> bool:
+        """Whether the reflected model takes the engine's edge filter."""
+        return bool(getattr(self.pupil, "takes_edge_filter", False))
+
+    def field(self, n: int, du: float, wavelength: float, *edge) -> np.ndarray:
+        """The model's field with both axes reversed (``edge``: the edge filter, passed on)."""
+        return np.ascontiguousarray(self.pupil.field(n, du, wavelength, *edge)[::-1, ::-1])
+
+    def blocked_fraction(self) -> float:
+        """The model's opaque fraction."""
+        return self.pupil.blocked_fraction()
+
+
+def propagated_pupil(scene: Scene) -> PupilModel:
+    """The pupil whose far field, placed at each source, draws ``scene`` in its frame.
+
+    The engine maps a pupil tilt ``W = a . u`` to the angle ``+a`` from the source: the direction into which
+    the light is deviated. That is the ``halo`` frame. Seen by the observer, light deviated toward +x lands on
+    the retina beside the spot of a source at +x, and the inverted retinal image is seen toward -x: the
+    ``visual`` frame is the point reflection of every pattern about its source, i.e. the far field of
+    ``P(-u, -v)``. A thin :class:`Pupil` is reflected by negating its implant's decentre (the defocus and the
+    cylinder are even); any other model through :class:`PointReflected`.
+    """
+    pupil = scene.pupil
+    if scene.frame == "halo":
+        return pupil
+    if isinstance(pupil, Pupil):
+        if pupil.icl is None or pupil.icl.decentre_mm == (0.0, 0.0):
+            return pupil
+        u, v = pupil.icl.decentre_mm
+        return replace(pupil, icl=replace(pupil.icl, decentre_mm=(-u, -v)))
+    if isinstance(pupil, PointReflected):
+        return pupil.pupil
+    return PointReflected(pupil)
 
 
 @dataclass(frozen=True)
@@ -173,6 +225,8 @@ class RenderResult:
         Energy ledger of each source (see :func:`energy_ledger`).
     sampling : dict
         Numerical parameters actually used.
+    frame : str
+        How the images are drawn (the scene's frame, :data:`icl.optics.model.FRAMES`).
 
     """
 
@@ -183,6 +237,7 @@ class RenderResult:
     angular_pixel_arcsec: float
     ledgers: list[dict] = field(default_factory=list)
     sampling: dict = field(default_factory=dict)
+    frame: str = "visual"
 
     @property
     def ledger(self) -> dict:
@@ -304,10 +359,11 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
     row_sums = np.empty(det.n)
     ledgers = []
     used = {}
+    pupil = propagated_pupil(scene)
     for i, src in enumerate(scene.sources):
         q = steps[i]
         parts = [
-            (psf_samples(scene.pupil, lam, q * det.pitch_arcsec, supports[q], sampling), w)
+            (psf_samples(pupil, lam, q * det.pitch_arcsec, supports[q], sampling), w)
             for lam, w in src.spectrum
         ]
         band = max(ps.grid.band for ps, _ in parts)
@@ -355,6 +411,7 @@ def render(scene: Scene, sampling: Sampling | None = None) -> RenderResult:
             "single_precision_placement": sampling.single_precision_placement,
             "wavelengths_nm": used,
         },
+        scene.frame,
     )
 
 

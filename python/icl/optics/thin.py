@@ -22,6 +22,7 @@ def pupil_params(pupil: Pupil) -> core.PupilParams:
         p.icl_power = icl.power_d
         p.cyl_power = icl.cylinder_d
         p.cyl_axis = math.radians(icl.axis_deg)
+        p.icl_piston = icl.optic_opd_um * 1e-6
         p.dec_u, p.dec_v = (v * 1e-3 for v in icl.decentre_mm)
         p.optic_zone_diameter = icl.optic_zone_mm * 1e-3
         p.hole_diameter = icl.hole_mm * 1e-3

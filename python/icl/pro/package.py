@@ -10,12 +10,9 @@ Visual frame
 Professional-track images are in visual coordinates: a pattern at +x is seen to the right (+x) of the line
 of sight, where a source at +x is seen. The eye inverts: light from a source at +x lands on the retina at
 -x, and a minus ICL decentred by +c deviates the light through it to the retina's -x side as well, so its
-pattern is seen at +|P| c (Prentice's rule; "with motion"). The far-field engine (icl.optics.render)
-places sources in visual coordinates but maps a pupil-plane tilt the other way (the halo track's thin model
-keeps that sign). The retina-to-visual mapping is one point reflection for everything: the image of a pupil
-function U(-r) is the point reflection of the image of U(r), so the engine is given the pupil
-point-reflected (decentres negated; defocus and cylinder are unchanged by it) while sources stay where
-they are. The thick references do the same with the traced implant and field (icl.pro.thick).
+pattern is seen at +|P| c (Prentice's rule; "with motion"). Every scene of this track is rendered in the
+far-field engine's ``visual`` frame (icl.optics.model.FRAMES, docs/conventions.md "Frames"), which draws
+exactly this; the thick references use the same frame (icl.pro.thick).
 """
 
 from __future__ import annotations
@@ -77,17 +74,12 @@ def value(pkg: dict, dotted: str) -> Any:
 
 
 def scene_from_package(pkg: dict) -> dict:
-    """The thin-phase scene (docs/formats.md) described by a case's data package, in the visual frame.
-
-    The pupil handed to the engine is point-reflected (module docstring, *Visual frame*): an implant decentred by
-    ``(x, y)`` mm is given as ``(-x, -y)``; sources keep their angles.
-    """
+    """The thin-phase scene (docs/formats.md) described by a case's data package, in the visual frame."""
     v = lambda d: value(pkg, d)  # noqa: E731
     hole_model = v("implant.hole_model")
     icl = {"power_d": v("implant.thin_power"), "cylinder_d": v("implant.cylinder"),
            "axis_deg": v("implant.cylinder_axis"),
-           # Visual frame (module docstring): the engine is given the point-reflected pupil.
-           "decentre_mm": [-v("implant.decentre_x"), -v("implant.decentre_y")],
+           "decentre_mm": [v("implant.decentre_x"), v("implant.decentre_y")],
            "optic_zone_mm": v("implant.optic_zone_diameter"),
            "hole_mm": 0.0 if hole_model == "solid" else v("implant.hole_diameter"),
            "hole": "clear" if hole_model == "solid" else hole_model}
@@ -97,4 +89,4 @@ def scene_from_package(pkg: dict) -> dict:
                         "flux": s["flux"]["value"], "spectrum": s["spectrum"]["value"], "extent": {"kind": "point"}})
     return {"pupil": {"diameter_mm": v("eye.pupil_diameter"), "eye_excess_d": v("eye.thin_eye_excess"), "icl": icl},
             "detector": {"n": v("detector.n"), "pitch_arcsec": v("detector.pitch_arcsec")},
-            "sources": sources}
+            "sources": sources, "frame": "visual"}

@@ -107,10 +107,8 @@ def thick_scene(pkg: dict):
         if implant.hole_mm > 0
         else ("lens", "edge")
     )
-    # Visual frame (icl.pro.package): the engine is given the point-reflected pupil, i.e. the implant and
-    # the field point-reflected about the (rotationally symmetric) host eye's axis; the source keeps its angle.
-    implant = replace(implant, decentre_mm=(-implant.decentre_mm[0], -implant.decentre_mm[1]))
-    pupil = ThickPupil(eye, implant, field_arcmin=(-src.x_arcmin, -src.y_arcmin), paths=paths, fresnel=False)
+    # The scene's visual frame (icl.pro.package) point-reflects the traced pupil function in the engine.
+    pupil = ThickPupil(eye, implant, field_arcmin=(src.x_arcmin, src.y_arcmin), paths=paths, fresnel=False)
     return replace(scene, pupil=pupil)
 
 

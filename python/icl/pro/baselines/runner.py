@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from icl.io import load_json, write_json
+from icl.optics.model import decentre_shift_arcmin
 from icl.pro import references as ref
 from icl.pro.generate import LAYERS, eye_surfaces
 from icl.pro.package import load_package, scene_from_package
@@ -77,14 +78,16 @@ def psf_for(strategy: str, pkg: dict) -> tuple[np.ndarray, float]:
             icl, d = pupil["icl"], pupil["diameter_mm"]
             k, p = pupil["eye_excess_d"], icl["power_d"]
             cx, cy = icl["decentre_mm"]
-            sx, sy = p * cx * 1e-3 * ref.RAD_TO_ARCMIN, p * cy * 1e-3 * ref.RAD_TO_ARCMIN
+            # In the scene's frame the corrected light moves by the optic's prism and the hole's light by the
+            # eye's own prism over the decentred hole (the tilt -k c of its wavefront).
+            sx, sy = (decentre_shift_arcmin(p, c, scene["frame"]) for c in (cx, cy))
+            hx, hy = (decentre_shift_arcmin(k, c, scene["frame"]) for c in (cx, cy))
             hole = icl["hole_mm"] if icl["hole"] != "index_matched" else 0.0
             frac = (hole / d) ** 2
             main = 1.0 - frac
             img += flux * main * _disk(axis, x0 + sx, y0 + sy, abs(k + p) * d * 0.5e-3 * ref.RAD_TO_ARCMIN)
             if hole and icl["hole"] == "clear":
-                img += flux * frac * _disk(axis, x0 - k * cx * 1e-3 * ref.RAD_TO_ARCMIN, y0 - k * cy * 1e-3 * ref.RAD_TO_ARCMIN,
-                                           abs(k) * hole * 0.5e-3 * ref.RAD_TO_ARCMIN)
+                img += flux * frac * _disk(axis, x0 - hx, y0 - hy, abs(k) * hole * 0.5e-3 * ref.RAD_TO_ARCMIN)
             elif hole:
                 blocked += flux * frac
     return img, blocked
