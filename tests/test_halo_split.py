@@ -3,6 +3,7 @@
 import math
 import os
 import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +11,9 @@ from icl.halo.baselines import flip, run_baseline
 from icl.halo.cases import load_cases
 from icl.halo.cli import halo_generate
 from icl.halo.evaluate import evaluate, load_release
+from icl.halo.geometry import prism_arcmin, wicks_arcmin
 from icl.halo.release import generate
-from icl.halo.variants import AXIS_GAP, EDGE_BAND, FIELD_LIMIT, build_test_split
+from icl.halo.variants import AXIS_GAP, EDGE_BAND, FIELD_LIMIT, RESIDUAL_WAVES, build_test_split, shape, waves
 from icl.io import load_json, load_npz, write_npz
 from icl.keys import ReleaseKey
 from icl.optics.model import ARCMIN
@@ -79,7 +81,13 @@ def test_layout_keys_and_no_pair_split(release):
             assert not (release / "private" / f"{cid}.npz").exists()
     assert test["research_cards"] == [] and test["submission"] == dev["submission"]
     public = {p.relative_to(release).as_posix() for p in (release / "public").rglob("*") if p.is_file()}
-    assert public == {"public/README.md", "public/halo_cases.json", "public/halo_cases_test.json"}
+    assert public == {
+        "public/README.md",
+        "public/halo_cases.json",
+        "public/halo_cases_test.json",
+        "public/prediction.schema.json",
+        "public/prediction_example.json",
+    }
     text = (release / "public" / "halo_cases_test.json").read_text()
     for word in (
         "expectation",
@@ -106,24 +114,33 @@ def test_variants_are_a_function_of_the_key():
     assert scenes(build_test_split(cases, ReleaseKey.from_seed(1), 3))[:4] == scenes(one)[:4]
 
 
-def _wicks(cond):
-    px, py = cond.prism_arcmin()
-    return [(s.x_arcmin + px, s.y_arcmin + py) for s in cond.scene.sources]
+KEYS = 150  # keys of the rules test: every builder must succeed and keep its rules for each
+
+
+def _net_waves(cond, lam):
+    pupil = cond.scene_json["pupil"]
+    return abs(waves(pupil["eye_excess_d"] + pupil["icl"]["power_d"], pupil["diameter_mm"], lam))
 
 
 def test_variant_rules_over_many_keys():
     cases, _ = load_cases()
     dev = {c.id: c for c in cases}
-    for seed in range(12):
+    kinds, sub_pupil_zones = set(), 0
+    for seed in range(KEYS):
         for case in build_test_split(cases, ReleaseKey.from_seed(seed), 4):
             parent = dev[case.id[:3]]
             a, b = case.conditions
             for cond, pcond in zip(case.conditions, parent.conditions, strict=True):
-                assert (cond.calibration_ring, cond.complex_field) == (
-                    pcond.calibration_ring,
-                    pcond.complex_field,
-                )
-                for k, w in enumerate(_wicks(cond)):
+                # No test condition is a calibration ring (a pure Airy pattern is a similarity transform of
+                # a development answer), and none has the shape of its development condition.
+                assert (cond.calibration_ring, cond.complex_field) == (False, True)
+                dev_shapes = {shape(pcond.scene_json, j) for j in range(len(pcond.scene.sources))}
+                for k, src in enumerate(cond.scene.sources):
+                    assert src.flux == 0 or shape(cond.scene_json, k) not in dev_shapes, (case.id, cond.id)
+                icl = cond.scene.pupil.icl
+                kinds.add(icl.hole if icl.hole_mm else "none")
+                sub_pupil_zones += icl.optic_zone_mm < cond.scene.pupil.diameter_mm
+                for k, w in enumerate(wicks_arcmin(cond.scene_json)):
                     if case.id.startswith("H14") and cond is b:
                         d = max(abs(w[0]), abs(w[1]))
                         assert (
@@ -133,24 +150,47 @@ def test_variant_rules_over_many_keys():
                         assert (
                             AXIS_GAP <= abs(w[0]) <= FIELD_LIMIT and AXIS_GAP <= abs(w[1]) <= FIELD_LIMIT
                         ), (case.id, k, w)
+            lam = {c.id: c.scene.sources[0].spectrum[0][0] for c in case.conditions}
+            if case.id.startswith(("H01", "H06", "H10", "H14")):
+                # the keyed residual defocus lies where no development pattern does (0 and 1.16 waves)
+                assert all(
+                    RESIDUAL_WAVES[0] - 0.02 <= _net_waves(c, lam[c.id]) <= RESIDUAL_WAVES[1] + 0.02
+                    for c in case.conditions
+                ), case.id
             if case.id.startswith("H03"):
-                lams = [c.scene.sources[0].spectrum[0][0] for c in case.conditions]
+                lams = list(lam.values())
                 assert all(450 <= x <= 650 for x in lams) and abs(lams[0] - lams[1]) >= 100
+                assert a.scene.pupil == b.scene.pupil
             if case.id.startswith("H04"):
-                ds = [c.scene.pupil.diameter_mm for c in case.conditions]
-                assert all(2.8 <= x <= 4.8 for x in ds) and abs(ds[0] - ds[1]) >= 1.0
+                da, db = (c.scene.pupil.diameter_mm for c in case.conditions)
+                zone = a.scene.pupil.icl.optic_zone_mm
+                assert 2.8 <= da < zone < db <= 5.5 and db - da >= 1.0 and lam[a.id] == lam[b.id]
+            if case.id.startswith("H07"):
+                assert a.scene.pupil.eye_excess_d + a.scene.pupil.icl.power_d == 0.0
+                assert _net_waves(b, lam[b.id]) >= RESIDUAL_WAVES[0] - 0.02
+                assert a.scene.pupil.icl.optic_zone_mm < a.scene.pupil.diameter_mm
             if case.id.startswith(("H09", "H11")):
-                # The seed's sign convention in both splits: the pattern moves by K_icl * c.
+                # The seed's sign convention in both splits: the pattern moves by K c (+ the cylinder's tilt).
                 icl = b.scene.pupil.icl
-                assert b.prism_arcmin() == pytest.approx(
-                    [icl.power_d * c * 1e-3 / ARCMIN for c in icl.decentre_mm]
-                )
+                px, py = prism_arcmin(b.scene_json)
+                if icl.cylinder_d == 0:
+                    assert (px, py) == pytest.approx(
+                        [icl.power_d * c * 1e-3 / ARCMIN for c in icl.decentre_mm]
+                    )
                 assert math.hypot(*icl.decentre_mm) >= 0.1 and a.scene.pupil.icl.decentre_mm == (0.0, 0.0)
             if case.id.startswith("H08"):
                 ta, tb = (c.scene.pupil.icl.axis_deg for c in case.conditions)
                 assert min(abs(ta - tb) % 180, 180 - abs(ta - tb) % 180) >= 30
+            if case.id.startswith("H10"):
+                assert (a.scene.pupil.icl.hole, b.scene.pupil.icl.hole) == ("index_matched", "clear")
+            if case.id.startswith("H12"):
+                assert len(a.scene.sources[0].spectrum) == 1 and len(b.scene.sources[0].spectrum) == 3
+            if case.id.startswith(("H02", "H13")):
+                s1, s2 = a.scene.sources
+                assert s1.spectrum != s2.spectrum and len(a.scene.sources) == len(b.scene.sources) == 2
             if case.id.startswith("H13"):
-                assert a.zero_flux and not b.zero_flux
+                assert a.scene.sources[0].flux == 0 < b.scene.sources[0].flux and a.scene.sources[1].flux > 0
+    assert kinds == {"clear", "black", "index_matched", "none"} and sub_pupil_zones > 0
 
 
 def test_default_is_four_variants_and_a_secret_key():
@@ -159,85 +199,18 @@ def test_default_is_four_variants_and_a_secret_key():
 
 
 def test_split_references_keep_the_seed_conventions(release):
-    # H09's variant: the wick moves by K_icl * c from the source, concentric ring; H14's ring is cut by
-    # the edge.
+    # H09's variant: the measured wick is the source moved by K_icl * c (within 0.3 arcsec: the centroid
+    # window of a defocused pattern ends on bright pixels, not on an Airy dark ring); H14's pattern is cut
+    # by the edge; no test condition is measured as a calibration ring.
     rec = load_json(release / "private" / "test" / "H09_t1_b.json")["sources"][0]
     want = np.add(rec["input_position_arcmin"], rec["prism_arcmin"])
-    assert rec["wick_arcmin"] == pytest.approx(want, abs=1e-4)
-    assert math.hypot(*rec["ring_minus_wick_arcmin"]) < 0.01
-    edge = load_json(release / "private" / "test" / "H14_t1_b.json")["sources"][0]["calibration_ring"]
-    assert edge["status"] == "detected" and 0.3 < edge["arc_coverage"] < 1.0
+    assert rec["wick_arcmin"] == pytest.approx(want, abs=5e-3)
+    edge = load_json(release / "private" / "test" / "H14_t1_b.json")["sources"][0]["energy_ledger"]
+    assert 0.3 < edge["recorded"] / edge["source_flux"] < 0.9
     for path in sorted((release / "private" / "test").glob("*.json")):
         rec = load_json(path)
-        for s in rec["sources"]:
-            if rec["calibration_ring"]:
-                assert s["calibration_ring"]["status"] == "detected", path.name
-
-
-def test_from_scratch_model_of_the_public_readme(release):
-    # The public README's model, written with NumPy only (no icl.optics), reproduces the reference: the
-    # sign of the prism, the cylinder axis, the clear hole and the normalisation are as stated.
-    readme = (release / "public" / "README.md").read_text()
-    assert "-5.5004 arcmin" in readme and "theta = +a" in readme and "K c" in readme
-    pub = {
-        c["id"]: c["scene"]
-        for case in load_json(release / "public" / "halo_cases_test.json")["cases"]
-        for c in case["conditions"]
-    }
-    pub.update(
-        {
-            c["id"]: c["scene"]
-            for case in load_json(release / "public" / "halo_cases.json")["cases"]
-            for c in case["conditions"]
-        }
-    )
-    for cid, folder in (("H09_b", "private"), ("H11_t1_b", "private/test"), ("H08_t1_b", "private/test")):
-        scene = pub[cid]
-        ref = load_npz(release / folder / f"{cid}.npz", required=("components",), allow_extra=True)[
-            "components"
-        ][0]
-        axis = (np.arange(512) - 255.5) * 4 / 60
-        rec = load_json(release / folder / f"{cid}.json")["sources"][0]
-        cx, cy = rec["wick_arcmin"]
-        j0, i0 = int(np.argmin(abs(axis - cx))), int(np.argmin(abs(axis - cy)))
-        win = slice(i0 - 24, i0 + 24), slice(j0 - 24, j0 + 24)
-        mine = _thin_phase_pixels(scene, axis[win[1]], axis[win[0]])
-        got = ref[win]
-        assert np.abs(mine - got).sum() / got.sum() < 0.02, cid
-        cm = [(mine.sum(axis=a) @ axis[win[1 - a]]) / mine.sum() for a in (0, 1)]
-        cr = [(got.sum(axis=a) @ axis[win[1 - a]]) / got.sum() for a in (0, 1)]
-        assert cm == pytest.approx(cr, abs=2e-3), cid
-
-
-def _thin_phase_pixels(scene, xs, ys, n=320, sub=3):
-    """Pixel flux of a one-source, one-wavelength scene on pixels centred at xs, ys (arcmin), README model."""
-    pupil, icl, src = scene["pupil"], scene["pupil"]["icl"], scene["sources"][0]
-    lam = src["spectrum"][0][0] * 1e-9
-    d = pupil["diameter_mm"] * 1e-3
-    du = d / n
-    u = (np.arange(n) - (n - 1) / 2) * du
-    uu, vv = np.meshgrid(u, u)
-    c = np.array(icl["decentre_mm"]) * 1e-3
-    a = (uu**2 + vv**2 <= (d / 2) ** 2).astype(float)
-    w = -(pupil["eye_excess_d"] / 2) * (uu**2 + vv**2)
-    ru, rv = uu - c[0], vv - c[1]
-    zone = (ru**2 + rv**2 <= (icl["optic_zone_mm"] * 1e-3 / 2) ** 2) & (
-        ru**2 + rv**2 > (icl["hole_mm"] * 1e-3 / 2) ** 2
-    )
-    alpha = math.radians(icl["axis_deg"])
-    dperp = -ru * math.sin(alpha) + rv * math.cos(alpha)
-    w = w + zone * (-(icl["power_d"] / 2) * (ru**2 + rv**2) - (icl["cylinder_d"] / 2) * dperp**2)
-    p = a * np.exp(2j * np.pi * w / lam)
-    pitch = 4 / 60
-    offs = ((np.arange(sub) + 0.5) / sub - 0.5) * pitch
-    tx = ((xs[:, None] + offs[None, :]).ravel() - src["x_arcmin"]) * ARCMIN
-    ty = ((ys[:, None] + offs[None, :]).ravel() - src["y_arcmin"]) * ARCMIN
-    ex = np.exp(-2j * np.pi * np.outer(tx, u) / lam)
-    ey = np.exp(-2j * np.pi * np.outer(ty, u) / lam)
-    e = ey @ p @ ex.T * du * du / lam  # rows: theta_y, columns: theta_x
-    inten = np.abs(e) ** 2 / (math.pi * d * d / 4) * src["flux"] * src["spectrum"][0][1]
-    pix = inten.reshape(len(ys), sub, len(xs), sub).mean(axis=(1, 3))
-    return pix * (pitch * ARCMIN) ** 2
+        assert rec["complex_field"] and not rec["calibration_ring"], path.name
+        assert all("calibration_ring" not in s for s in rec["sources"]), path.name
 
 
 def _scores(
@@ -263,20 +236,60 @@ def _scores(
 
 @pytest.fixture(scope="module")
 def test_scores(release, tmp_path_factory):
-    return _scores(release, "test", tmp_path_factory)
+    return _scores(
+        release,
+        "test",
+        tmp_path_factory,
+        modes=("reference", "wrong-position", "no-halo", "fixed-circle", "dev-warp"),
+    )
 
 
 @pytest.fixture(scope="module")
 def dev_scores(release, tmp_path_factory):
-    return _scores(release, "dev", tmp_path_factory, modes=("reference",))
+    return _scores(release, "dev", tmp_path_factory, modes=("reference", "dev-warp"))
+
+
+def test_dev_warp_is_the_public_dev_answer_and_uses_no_optics(dev_scores):
+    # On the development split the attack returns the development answer itself; it moves, scales, turns
+    # and blurs images with NumPy and scipy.ndimage only (no pupil, no far field).
+    assert dev_scores["dev-warp"]["halo_development_score"] == pytest.approx(100.0, abs=1e-9)
+    import ast
+
+    import icl.halo.dev_warp as dw
+    import icl.halo.geometry as geo
+
+    found = set()
+    for mod in (dw, geo):
+        for node in ast.walk(ast.parse(Path(mod.__file__).read_text())):
+            if isinstance(node, ast.ImportFrom):
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+    assert found == {
+        "__future__.annotations",
+        "math",
+        "numpy",
+        "scipy.ndimage",
+        "icl.halo.geometry.wicks_arcmin",
+    }
 
 
 @pytest.mark.parametrize(
     "mode, ceiling",
-    [("wrong-position", 50.0), ("x-flip", 50.0), ("y-flip", 50.0), ("no-halo", 30.0), ("fixed-circle", 30.0)],
+    [
+        ("dev-warp", 30.0),
+        ("wrong-position", 30.0),
+        ("x-flip", 30.0),
+        ("y-flip", 30.0),
+        ("no-halo", 20.0),
+        ("fixed-circle", 20.0),
+    ],
 )
 def test_discrimination_on_the_test_split(test_scores, mode, ceiling):
-    assert test_scores["reference"]["halo_development_score"] >= 99.0
+    # Only the model solves the test split: the development answers warped by similarity transforms
+    # (dev-warp, 86.6-88.9 on the variants of before), a misplaced or mirrored right pattern and painted
+    # assets all stay low, while the reference scores 100.
+    assert test_scores["reference"]["halo_development_score"] == pytest.approx(100.0, abs=1e-9)
     doc = test_scores[mode]
     assert doc["split"] == "test" and len(doc["cases"]) == 14
     assert doc["halo_development_score"] <= ceiling, (mode, doc["halo_development_score"])

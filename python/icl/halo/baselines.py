@@ -28,20 +28,17 @@ import numpy as np
 
 from icl.errors import InputError
 from icl.halo.cases import halo_scene
+from icl.halo.geometry import wicks_arcmin
 from icl.io import load_json, write_npz
 from icl.optics import Scene, render
-from icl.optics.model import ARCMIN
 
-MODES = ("reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip")
+MODES = ("reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip", "dev-warp")
 FWHM_TO_SIGMA = 1.0 / (2.0 * math.sqrt(2.0 * math.log(2.0)))
 ASSET = {"core_fraction": 0.84, "core_fwhm_arcmin": 0.6, "ring_radius_arcmin": 1.0, "ring_fwhm_arcmin": 0.3}
 
 
 def _geometric_wick(scene: Scene, k: int) -> tuple[float, float]:
-    src = scene.sources[k]
-    icl = scene.pupil.icl
-    px, py = (0.0, 0.0) if icl is None else (icl.power_d * c * 1e-3 / ARCMIN for c in icl.decentre_mm)
-    return src.x_arcmin + px, src.y_arcmin + py
+    return wicks_arcmin(scene.to_dict())[k]
 
 
 def _transmitted(scene: Scene, k: int) -> float:
@@ -110,6 +107,42 @@ def flip(components: np.ndarray, axis: str) -> np.ndarray:
     return np.ascontiguousarray(components[:, :, ::-1] if axis == "x" else components[:, ::-1, :])
 
 
+class _DevAnswers:
+    """The development answers, rendered from ``public/halo_cases.json`` on first use.
+
+    A test condition is matched to the development case of the same name (``H07_t2_b`` -> ``H07``) and,
+    by preference, its condition of the same label (:func:`icl.halo.dev_warp.dev_warp_components`).
+    """
+
+    def __init__(self, release: str | Path) -> None:
+        from icl.halo.release import split_paths
+
+        self.file = Path(release) / split_paths("dev")[0]
+        pub = load_json(self.file)
+        if not isinstance(pub, dict) or not isinstance(pub.get("cases"), list):
+            raise InputError("expected an object with a 'cases' list", str(self.file), "cases")
+        self.scenes = {
+            c.get("id"): c.get("scene") for case in pub["cases"] for c in case.get("conditions", [])
+        }
+        self.rendered: dict[str, np.ndarray] = {}
+
+    def warp(self, where: str, cond: dict, pitch_arcmin: float) -> np.ndarray:
+        from icl.halo.dev_warp import dev_warp_components
+
+        cid = cond["id"]
+        case, label = cid.split("_")[0], cid.rsplit("_", 1)[-1]
+        dev = {}
+        for lab in ("a", "b"):
+            dev_id = f"{case}_{lab}"
+            if dev_id not in self.scenes:
+                raise InputError(f"no development condition {dev_id} to warp", str(self.file), where + ".id")
+            if dev_id not in self.rendered:
+                scene = halo_scene(self.scenes[dev_id], file=str(self.file))
+                self.rendered[dev_id] = np.asarray(render(scene).components)
+            dev[lab] = (self.scenes[dev_id], self.rendered[dev_id])
+        return dev_warp_components(cond["scene"], label, dev, pitch_arcmin)
+
+
 def run_baseline(
     release: str | Path, output: str | Path, mode: str, progress: bool = True, split: str = "dev"
 ) -> list[str]:
@@ -132,6 +165,7 @@ def run_baseline(
         for i, case in enumerate(pub["cases"])
         for j, c in enumerate(case.get("conditions", []))
     ]
+    dev = _DevAnswers(release) if mode == "dev-warp" else None
     written = []
     out = Path(output)
     with Progress(disable=not progress) as bar:
@@ -152,6 +186,8 @@ def run_baseline(
                 comps = no_halo(scene)
             elif mode in ("x-flip", "y-flip"):
                 comps = flip(render(scene).components, mode[0])
+            elif mode == "dev-warp":
+                comps = dev.warp(where, c, scene.detector.pitch_arcsec / 60.0)
             else:
                 comps = fixed_circle(scene)
             write_npz(

@@ -75,7 +75,9 @@ def halo_generate(
     "--mode",
     default="reference",
     show_default=True,
-    type=click.Choice(["reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip"]),
+    type=click.Choice(
+        ["reference", "wrong-position", "no-halo", "fixed-circle", "x-flip", "y-flip", "dev-warp"]
+    ),
     help="Which baseline to compute (docs/halo.md describes each).",
 )
 @click.option(
@@ -201,7 +203,13 @@ def halo_validate_prediction(file: str) -> None:
     type=click.Choice(["from-scratch", "reference-assisted"]),
     help="Track to run on (default: the manifest's track, else from-scratch).",
 )
-@click.option("--cpus", default=4, show_default=True, type=click.IntRange(min=1), help="CPU cores.")
+@click.option(
+    "--cpus",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="CPU cores (capped at the host's, with a note).",
+)
 @click.option("--memory", default="8G", show_default=True, help="Total memory of the run, e.g. 8G.")
 @click.option(
     "--timeout",
@@ -223,7 +231,7 @@ def halo_validate_prediction(file: str) -> None:
     default="dev",
     show_default=True,
     type=click.Choice(["dev", "test"]),
-    help="Split scored with --score.",
+    help="Split whose conditions are checked (and scored with --score).",
 )
 @click.option(
     "--score",
@@ -244,7 +252,12 @@ def halo_run(
     split: str,
     score_file: Path | None,
 ) -> None:
-    """Run a halo SUBMISSION in the sandbox on RELEASE/public only; print the record (exit 1 unless ok)."""
+    """Run a halo SUBMISSION in the sandbox on RELEASE/public only; print what happened (exit 1 unless ok).
+
+    The run is ok when the program exited 0, broke no rule and wrote a valid array for every condition of
+    the split; otherwise ``reason`` says why (exit status, last lines of stderr and the log's path for a
+    crash; ``invalid_conditions`` for each missing or invalid condition).
+    """
     from icl.halo.run import run_halo
     from icl.io import dumps_json
 
@@ -262,24 +275,23 @@ def halo_run(
     )
     rec = got["record"]
     summary = {
-        k: rec[k]
-        for k in (
-            "ok",
-            "exit_status",
-            "violations",
-            "messages",
-            "track",
-            "effective_track",
-            "wall_s",
-            "peak_memory_bytes",
-            "artifacts",
-        )
+        "ok": got["ok"],
+        "reason": got["reason"],
+        "notes": got["notes"],
+        **{k: rec[k] for k in ("exit_status", "signal", "violations", "messages")},
+        "stderr_tail": got["stderr_tail"],
+        "stderr_log": got["stderr_log"],
+        "invalid_conditions": got["invalid_conditions"],
+        **{
+            k: rec[k]
+            for k in ("track", "effective_track", "wall_s", "peak_memory_bytes", "limits", "artifacts")
+        },
     }
     if got["score"] is not None:
         summary["halo_development_score"] = got["score"].get("halo_development_score")
         summary["boards"] = got["score"]["boards"]
     click.echo(dumps_json(summary), nl=False)
-    sys.exit(0 if rec["ok"] else 1)
+    sys.exit(0 if got["ok"] else 1)
 
 
 COMMANDS = [halo_generate, halo_baseline, halo_baselines, halo_evaluate, halo_validate_prediction, halo_run]

@@ -44,6 +44,18 @@ TERMS = {
 COMPLEX_HALO_WEIGHT = 0.45
 LEAK_SCALE = 0.03  # zero-flux conditions: leaked energy in units of the case's unit flux
 
+# Why a score file holds null: every null field is named here or carries its own ``reason``.
+NULL_REASONS = {
+    "clinical_score": "not computed: the synthetic thin-phase set is not calibrated against clinical "
+    "thresholds, so no score claims a patient halo-prediction accuracy",
+    "professional_score": "not computed here: the professional track has its own scorer (icl pro-score)",
+}
+SUBSCORE_NULL = {
+    "position_bearing_cases": "no case of the {split} split has a source off fixation or a decentred optic",
+    "fixation_cases": "no case of the {split} split keeps every source at fixation on a centred optic "
+    "(every test case is placed off both axes)",
+}
+
 
 @dataclass
 class ReferenceCondition:
@@ -191,8 +203,14 @@ def halo_mask(ref: ReferenceCondition) -> np.ndarray:
     return mask
 
 
-def condition_errors(ref: ReferenceCondition, sub: np.ndarray) -> dict[str, float]:
-    """Error of each applicable term (see docs/scoring.md); ``inf`` where undefined for the submission."""
+def condition_errors(
+    ref: ReferenceCondition, sub: np.ndarray, reasons: dict[str, str] | None = None
+) -> dict[str, float]:
+    """Error of each applicable term (see docs/scoring.md); ``inf`` where undefined for the submission.
+
+    ``reasons``, when given, receives for each undefined term why it is undefined.
+    """
+    reasons = {} if reasons is None else reasons
     if ref.zero_flux:
         return {"leaked_energy": float(np.abs(sub).sum())}
     r, s = ref.components, sub
@@ -211,6 +229,8 @@ def condition_errors(ref: ReferenceCondition, sub: np.ndarray) -> dict[str, floa
         num += float((w * np.abs(ps - pr))[ok].sum())
         den += float((w * pr)[ok].sum())
     err["polar"] = num / den if den > 0 else math.inf
+    if den <= 0:
+        reasons["polar"] = "the reference holds no light on the polar grid"
     cerr, cw = 0.0, 0.0
     for k in range(r.shape[0]):
         ek = float(r[k].sum())
@@ -218,6 +238,8 @@ def condition_errors(ref: ReferenceCondition, sub: np.ndarray) -> dict[str, floa
             continue
         cr, cs = _centroid(r[k], ref.axis), _centroid(s[k], ref.axis)
         cerr += ek * (math.hypot(cs[0] - cr[0], cs[1] - cr[1]) if cs else math.inf)
+        if cs is None:
+            reasons["centroid_arcmin"] = f"source {k + 1}'s submitted component holds no light (no centroid)"
         cw += ek
     err["centroid_arcmin"] = cerr / cw
     err["energy"] = abs(float(s.sum()) - e_ref) / e_ref
@@ -228,6 +250,11 @@ def condition_errors(ref: ReferenceCondition, sub: np.ndarray) -> dict[str, floa
         got = measure_ring(s[0], ref.axis, lod, start=tuple(src["expected_wick_arcmin"]))
         if got["status"] != "detected" or want["status"] != "detected":
             err["ring"] = math.inf
+            reasons["ring"] = (
+                f"no ring detected in the submitted component: {got.get('reason', got['status'])}"
+                if got["status"] != "detected"
+                else "the reference's ring was not detected"
+            )
         else:
             dc = math.hypot(
                 got["centre_arcmin"][0] - want["centre_arcmin"][0],
@@ -252,13 +279,16 @@ def condition_weights(ref: ReferenceCondition) -> dict[str, tuple[float, float]]
 
 def score_condition(ref: ReferenceCondition, sub: np.ndarray) -> dict:
     """Per-term errors, values and weights, and the condition score (0-100)."""
-    errors = condition_errors(ref, sub)
+    reasons: dict[str, str] = {}
+    errors = condition_errors(ref, sub, reasons)
     weights = condition_weights(ref)
     terms, score = {}, 0.0
     for name, (w, scale) in weights.items():
         e = errors[name]
         v = math.exp(-e / scale) if math.isfinite(e) else 0.0
         terms[name] = {"weight": w, "scale": scale, "error": e if math.isfinite(e) else None, "value": v}
+        if not math.isfinite(e):
+            terms[name]["reason"] = reasons.get(name, "undefined for this submission") + ": the term is 0"
         score += 100.0 * w * v
     return {"valid": True, "score": score, "terms": terms}
 
@@ -342,14 +372,25 @@ def evaluate(
     for name, flag in (("position_bearing_cases", True), ("fixation_cases", False)):
         vals = [c["score"] for c in out_cases.values() if c["position_bearing"] is flag]
         subscores[name] = float(np.mean(vals)) if vals else None
+    headline = total / len(out_cases) if out_cases else None
+    null_reasons = dict(NULL_REASONS)
+    if headline is None:
+        null_reasons["halo_development_score"] = (
+            "no case of this split could be ranked: every case's reference failed its cross-check "
+            "(see not_ranked)"
+        )
+    for name, value in subscores.items():
+        if value is None:
+            null_reasons[f"diagnostic_subscores.{name}"] = SUBSCORE_NULL[name].format(split=split)
     return {
         "format": "icl-halo-score/1",
         "split": split,
-        "halo_development_score": total / len(out_cases) if out_cases else None,
+        "halo_development_score": headline,
         "not_ranked": not_ranked,
         "freeze": freeze,
         "clinical_score": None,
         "professional_score": None,
+        "null_reasons": null_reasons,
         "diagnostic_subscores": subscores,
         "note": "Development score of the synthetic thin-phase set; not a clinical accuracy.",
         "weights": {

@@ -20,8 +20,9 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from icl.crosscheck import attach, crosscheck, lobe_mask
-from icl.halo.cases import FIRST_DARK, Condition, HaloCase, ResearchCard, load_cases
+from icl.halo.cases import FIRST_DARK, Condition, HaloCase, ResearchCard, halo_dir, load_cases
 from icl.halo.evaluate import TERMS
+from icl.halo.readme import PUBLIC_EXTRAS, public_readme
 from icl.halo.ring import measure_ring, polar_grid, polar_profile, wick_centre
 from icl.halo.variants import TEST_VARIANTS, build_test_split
 from icl.io import atomic_write_bytes, dumps_json, write_json, write_manifest, write_npz
@@ -258,70 +259,6 @@ def public_document(cases: list[HaloCase], research: list[ResearchCard], axis: n
     }
 
 
-PUBLIC_README = """# ICL-Bench halo release: public part
-
-`halo_cases.json` is the development split: 14 paired cases (28 conditions, `H01_a` ... `H14_b`) and 6
-research cards (`R15`-`R20`, not scored, no answers exist). `halo_cases_test.json`, when present, is the
-held-out test split in the same format: variants of the same 14 cases (`H01_t1_a`, `H01_t1_b`, ...) at other
-places and parameters, both conditions of a pair always together. Each condition gives a complete scene:
-sources (position in arcmin, flux, spectrum, point or uniform disk), the thin-phase eye (pupil diameter,
-myopic excess, ICL power, cylinder, decentre, optic zone, hole) and the detector (512 x 512 pixels of 4
-arcsec). The model below is all that is needed to compute every answer from this folder.
-
-## Coordinates
-Fixation is (0, 0) arcmin; +x right, +y up. Arrays are indexed `[row, column]` with row growing with +y
-and column with +x; pixel centres lie at `(j - 255.5) * 4` arcsec, listed in `grid.x_arcmin`,
-`grid.y_arcmin`. A pixel holds the flux falling on it (intensity integrated over the pixel), linear, in
-units of the source flux. No recentring, no per-image exposure; light that falls outside the window is
-lost, never wrapped to the other side.
-
-## The thin-phase model
-Pupil plane: (u, v) in metres at the entrance pupil, +u along +x, +v along +y, origin at the pupil centre.
-The complex pupil at wavelength lambda (m) is `P(u) = A(u) exp(2 pi i W(u) / lambda)`, with `A = 1` inside the
-pupil disk of diameter `diameter_mm` and 0 outside, and the wavefront W in metres (no dispersion: the same
-W at every wavelength):
-
-* eye, over the whole pupil: `W_eye = -(K_eye / 2) |u|^2`, `K_eye = eye_excess_d` (1/m);
-* ICL, inside the optic zone (disk of `optic_zone_mm` centred on the decentre `c = decentre_mm`) and outside
-  its hole: `W_icl = p - (K / 2) |u - c|^2 - (C / 2) d^2`, `K = power_d`, `C = cylinder_d`,
-  `d = -(u - c_u) sin(alpha) + (v - c_v) cos(alpha)`, `alpha = axis_deg` counter-clockwise from +x; `p` is the
-  optical path the optic's centre adds over the light beside it (`optic_opd_um`, in micrometres): absent
-  from every scene of this track, so `p = 0`, an optic of zero optical thickness whose centre is in phase
-  with the hole's light;
-* hole (disk of `hole_mm` centred on c): `clear` keeps the eye term only, `black` sets A = 0,
-  `index_matched` acts as the optic. Outside the optic zone only the eye term acts.
-
-Far field: `E(theta) = (1 / lambda) FT[P](theta / lambda)` with
-`FT[P](f) = integral P(u) exp(-2 pi i f.u) du`,
-theta the angle in radians (1 arcmin = pi / 10800 rad) on the detector's tangent plane. The intensity of a
-point source of flux F with spectral weights w is `F sum_lambda w_lambda |E_lambda(theta)|^2 / (pi D^2 / 4)`
-per steradian: an unobstructed pupil sends the whole source flux into the plane. With this sign convention
-a linear wavefront `W = a.u` moves the pattern to `theta = +a`.
-
-Sources: the model is isoplanatic. A point source at (x, y) arcmin gives the on-axis pattern translated
-to (x, y); a uniform disk is the point pattern convolved with a uniform disk of `diameter_arcmin`;
-several wavelengths add as intensities; several sources add linearly, one component each.
-
-Sign convention of a decentred optic (this track's stated convention, the `halo` frame): the ray through
-the pupil centre is deflected by `K c` (Prentice), and the whole pattern is drawn moved by `K c`. Example:
-`power_d` -8 D decentred +0.2 mm in x moves the pattern by -1.6 mrad = -5.5004 arcmin in x (towards -x),
-and the ring stays concentric with the wick. This is a labelled convention of the track, not what an
-observer sees: through a real eye the retinal image is inverted, and the same optic's pattern is seen at
-+5.5004 arcmin ("with motion"; ICL-Bench's other outputs use that visual frame). `icl render` draws a scene
-of this track in its convention when the scene names `"frame": "halo"`.
-
-## What to return
-A folder with one `<condition>.npz` per condition holding `components` (float [n_sources, 512, 512], one
-per source in the scene's order), `scene` (their sum) and `angular_pixel_arcsec` (4.0). Negative values,
-NaN/Inf, energy gain, a wrong shape or pitch, or a scene that is not the sum of its components make that
-condition score 0; a missing condition scores 0 and still counts. Development and test conditions have
-different names and may share one folder; each split is scored on its own conditions.
-
-Structured predictions of the items in `prediction_items` follow `prediction.schema.json` of the package
-(`icl halo-validate-prediction FILE` checks one). The automatic score reads the arrays only; it is called
-`halo_development_score` and is not a clinical accuracy.
-"""
-
 SPLITS = ("dev", "test")
 
 
@@ -491,7 +428,10 @@ def generate(
         }
         if test:
             manifest_splits["test"]["variants_per_case"] = test_variants
-        atomic_write_bytes(out / "public" / "README.md", PUBLIC_README.encode("utf-8"))
+        readme = public_readme(cases, test_variants if test else 0)
+        atomic_write_bytes(out / "public" / "README.md", readme.encode("utf-8"))
+        for name in PUBLIC_EXTRAS:
+            atomic_write_bytes(out / "public" / name, (halo_dir() / name).read_bytes())
         write_key(out, key)
         if gallery:
             if drawer:
