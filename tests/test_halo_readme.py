@@ -63,7 +63,7 @@ def _pupil_field(pupil: dict, lam: float, du_max: float = 6e-6, sub: int = 4):
 
 
 def _point(pupil: dict, lam: float, at: tuple[float, float], axis: np.ndarray) -> np.ndarray:
-    """Pixel flux of a unit point source: |E(theta - s)|^2 / (pi D^2 / 4) integrated over each pixel."""
+    """Pixel flux of a unit point source: |U(theta - s)|^2 / (pi D^2 / 4) integrated over each pixel."""
     u, du, p = _pupil_field(pupil, lam)
     rows, cols = np.flatnonzero(np.abs(p).sum(axis=1)), np.flatnonzero(np.abs(p).sum(axis=0))
     p = p[np.ix_(rows, cols)].astype(np.complex64)
@@ -71,7 +71,7 @@ def _point(pupil: dict, lam: float, at: tuple[float, float], axis: np.ndarray) -
     nodes, weights = np.polynomial.legendre.leggauss(2)  # 2 x 2 Gauss points per pixel
     tx = ((axis[:, None] - at[0]) * ARCMIN + nodes[None, :] * pitch / 2).ravel()
     ty = ((axis[:, None] - at[1]) * ARCMIN + nodes[None, :] * pitch / 2).ravel()
-    # E(theta) = (1 / lambda) integral P(u) exp(-2 pi i theta.u / lambda) du
+    # U(theta) = (1 / lambda) integral P(u) exp(-2 pi i theta.u / lambda) du
     ex = np.exp(-2j * math.pi * np.outer(tx, u[cols]) / lam).astype(np.complex64)
     ey = np.exp(-2j * math.pi * np.outer(ty, u[rows]) / lam).astype(np.complex64)
     e = (ey @ p @ ex.T) * (du * du / lam)

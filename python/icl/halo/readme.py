@@ -33,10 +33,10 @@ from icl.sandbox.layout import ALLOWED_DISTRIBUTIONS
 PUBLIC_EXTRAS = ("prediction.schema.json", "prediction_example.json")
 
 _TERM_TEXT = {
-    "full_l1": ("`sum_k sum_pixels abs(S_k - R_k) / E`", "every pixel, per source component"),
+    "full_l1": ("`sum_k sum_pixels abs(S_k - R_k) / E_ref`", "every pixel, per source component"),
     "halo_l1": (
         "the same sum over the halo region only, divided by `max(sum_k sum_halo R_k, "
-        f"{HALO_FLOOR:g} E)`",
+        f"{HALO_FLOOR:g} E_ref)`",
         "pixels outside every main lobe",
     ),
     "polar": (
@@ -48,7 +48,7 @@ _TERM_TEXT = {
         "averaged over sources with weights `sum R_k`",
         "overall position",
     ),
-    "energy": ("`abs(sum S - E) / E`", "recorded energy, the light that leaves the window included"),
+    "energy": ("`abs(sum S - E_ref) / E_ref`", "recorded energy, the light that leaves the window included"),
     "ring": (
         "`(abs(c_S - c_R) + abs(r_S - r_R)) / r_R`: centre and radius of the first bright ring measured on S_1 and "
         "R_1 by the release's ring measurer; a ring not detected in S gives the term 0",
@@ -113,7 +113,8 @@ defines every answer, what to return, how it is scored, and how a sandboxed prog
 | `README.md` | this file |
 
 {test_line} Both conditions of a pair are always in the same split. Each condition gives a complete
-scene; its `task` text and the case's `predict` list name the quantities of interest.
+scene (every field below is present); its `task` text and the case's `predict` list name the
+quantities of interest.
 
 ## Units of every field
 Angles on the sky are arcmin (1 arcmin = 60 arcsec = pi / 10800 rad); pupil lengths are millimetres;
@@ -161,11 +162,11 @@ diameter D and 0 outside, and the wavefront W in metres, the same at every wavel
 The net defocus of the corrected part is `E + K` (0 when the optic corrects the eye fully); the light
 through a clear hole or outside the optic zone keeps the eye's whole excess E.
 
-Far field: `E(theta) = (1 / lambda) FT[P](theta / lambda)` with `FT[P](f) = integral P(u) exp(-2 pi i f.u) du`,
+Far field: `U(theta) = (1 / lambda) FT[P](theta / lambda)` with `FT[P](f) = integral P(u) exp(-2 pi i f.u) du`,
 theta the angle in radians on the detector's tangent plane. A point source of flux F and spectrum
 `[[lambda_j, w_j]]` at direction s has the intensity (flux per steradian)
 
-    I(theta) = F sum_j w_j |E_lambda_j(theta - s)|^2 / (pi D^2 / 4)
+    I(theta) = F sum_j w_j |U_lambda_j(theta - s)|^2 / (pi D^2 / 4)
 
 so an unobstructed pupil sends the whole `F sum_j w_j` into the plane, and a black hole removes the
 fraction of the pupil's area it covers. With this sign convention a linear wavefront `W = a.u` moves the
@@ -185,7 +186,7 @@ to its direction.
 
 | source | its component (intensity; a pixel holds its integral over the pixel) | total over the whole plane |
 |---|---|---|
-| point, one wavelength | `F w abs(E_lambda(theta - s))^2 / (pi D^2 / 4)` | `F w (1 - b)` |
+| point, one wavelength | `F w abs(U_lambda(theta - s))^2 / (pi D^2 / 4)` | `F w (1 - b)` |
 | point, several wavelengths | the sum of the wavelengths' intensities (incoherent), weights as given | `F (sum_j w_j) (1 - b)` |
 | uniform disk of diameter d | the point intensity convolved with a uniform disk of diameter d arcmin and unit integral, centred on s (incoherent) | the same as the point source |
 | flux 0 | exact zeros | 0 |
@@ -214,7 +215,8 @@ A missing condition stays in the denominator. Development and test conditions ha
 one folder may hold both; each split is scored on its own conditions.
 
 ## Scoring (`halo_development_score`, 0-100)
-For one condition let `R_k` be the reference component of source k, `S_k` yours and `E = sum_k sum R_k`.
+For one condition let `R_k` be the reference component of source k, `S_k` yours and
+`E_ref = sum_k sum R_k` (what the reference records).
 Each term is `exp(-error / scale)` and the condition scores `100 sum weight x term`:
 
 | term | error | weight | scale | where |
