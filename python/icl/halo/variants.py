@@ -80,10 +80,6 @@ def _draw(
     raise RuntimeError("no acceptable draw in 1000 tries: the variant's ranges are inconsistent")
 
 
-def _wicks(scene: dict) -> list[tuple[float, float]]:
-    return wicks_arcmin(scene)
-
-
 def _fmt(p: tuple[float, float]) -> str:
     return f"({p[0]:.3f}, {p[1]:.3f})"
 
@@ -182,11 +178,7 @@ def _spectrum(rng: np.random.Generator, lines: int) -> list[list[float]]:
         lambda r: tuple(sorted(_wavelength(r) for _ in range(lines))),
         lambda v: all(b - a >= 30.0 for a, b in zip(v[:-1], v[1:], strict=True)),
     )
-    cuts = _draw(
-        rng,
-        lambda r: tuple(sorted(int(x) for x in r.choice(np.arange(1, 10), lines - 1, replace=False))),
-        lambda v: True,
-    )
+    cuts = sorted(int(x) for x in rng.choice(np.arange(1, 10), lines - 1, replace=False))
     tenths = np.diff([0, *cuts, 10])
     return [[lam, round(float(t) / 10, 1)] for lam, t in zip(lams, tenths, strict=True)]
 
@@ -416,7 +408,7 @@ def _decentred(rng, make_eye: Callable[[tuple[float, float]], dict], spec, lo: f
         sb = _scene({}, make_eye(tuple(dec)), [_source("L1", p, 1.0, spec)])
         return p, sa, sb, m, psi
 
-    return _draw(rng, make, lambda v: _placeable(_wicks(v[1]) + _wicks(v[2])))
+    return _draw(rng, make, lambda v: _placeable(wicks_arcmin(v[1]) + wicks_arcmin(v[2])))
 
 
 def _h09(rng, a, b):
