@@ -63,6 +63,13 @@ def test_halo_run_needs_a_public_folder(tmp_path: Path) -> None:
         run_halo(tmp_path / "rel", HOSTILE / "halo_snoop", tmp_path / "pred")
 
 
+def test_halo_run_needs_the_split_it_checks(fake_release, tmp_path: Path) -> None:
+    # Said before the program runs, naming the missing file.
+    with pytest.raises(InputError, match="no test split") as err:
+        run_halo(fake_release, HOSTILE / "halo_snoop", tmp_path / "pred", split="test")
+    assert err.value.file.endswith("halo_cases_test.json") and not (tmp_path / "pred").exists()
+
+
 def test_reference_assisted_run_is_scored_on_its_board(tmp_path_factory, tmp_path: Path) -> None:
     release = shared_release(tmp_path_factory)
     score = tmp_path / "score.json"

@@ -103,6 +103,7 @@ def run_halo(
     """
     from icl.errors import InputError
     from icl.halo.evaluate import evaluate
+    from icl.halo.release import split_paths
     from icl.sandbox.boards import board_entry
     from icl.sandbox.harness import run_submission
 
@@ -110,6 +111,9 @@ def run_halo(
     public = Path(release) / "public"
     if not public.is_dir() or public.is_symlink():
         raise InputError("no public/ folder in the release", str(release), "release")
+    cases_file = Path(release) / split_paths(split)[0]
+    if not cases_file.is_file():
+        raise InputError(f"the release has no {split} split to check the run on", str(cases_file), "split")
     cpus, notes = _cap_cpus(cpus)
     record = run_submission(
         submission,
