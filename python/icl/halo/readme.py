@@ -132,6 +132,7 @@ powers are dioptres (1/m); wavelengths are nanometres in vacuum.
 | `pupil.icl.optic_zone_mm` | mm | diameter of the optic zone (a disk centred on c); it may be smaller than the pupil |
 | `pupil.icl.hole_mm` | mm | diameter of the central hole (a disk centred on c); 0 means no hole |
 | `pupil.icl.hole` | | `clear`, `black` or `index_matched` (the model below) |
+| `pupil.icl.optic_opd_um` | um | optical path p the optic's centre adds over the light beside it (a piston); absent from every scene of this track, so p = 0 |
 | `detector.n` | pixels | pixels per side (512) |
 | `detector.pitch_arcsec` | arcsec | pixel pitch (4) |
 | `sources[].id` | | the component's name; components follow the list's order |
@@ -154,7 +155,8 @@ diameter D and 0 outside, and the wavefront W in metres, the same at every wavel
 
 * everywhere in the pupil, the eye: `W_eye = -(E / 2) |u|^2`;
 * inside the optic zone and outside the hole, the eye and the optic: `W = W_eye + W_icl` with
-  `W_icl = -(K / 2) |u - c|^2 - (C / 2) d^2`, `d = -(u - c_u) sin(alpha) + (v - c_v) cos(alpha)`;
+  `W_icl = p - (K / 2) |u - c|^2 - (C / 2) d^2`, `d = -(u - c_u) sin(alpha) + (v - c_v) cos(alpha)`, and
+  `p = 0` here (an optic of zero optical thickness whose centre is in phase with the hole's light);
 * outside the optic zone (where the pupil is larger than the zone, or the zone is decentred): `W = W_eye`;
 * inside the hole: `clear` keeps `W = W_eye` (light passes without the optic's phase), `black` sets `A = 0`
   (no light), `index_matched` acts as the optic (`W = W_eye + W_icl`, exactly as if there were no hole).
@@ -178,7 +180,14 @@ The prism of a decentred optic: the sphere holds the tilt `K c` and the cylinder
     wick = s + K c + C (n.c) n        (radians; divide by pi / 10800 for arcmin)
 
 Examples: `power_d` -8 D decentred +0.2 mm in x moves the pattern by -1.6 mrad = {ex_prism:.4f} arcmin
-in x (towards -x); a 1 D cylinder at axis 0 decentred +0.2 mm in y adds {ex_cyl:+.4f} arcmin in y.
+in x (towards -x), and the ring stays concentric with the wick; a 1 D cylinder at axis 0 decentred
++0.2 mm in y adds {ex_cyl:+.4f} arcmin in y.
+
+This sign is the track's stated convention (the `halo` frame), not what an observer sees: through a real
+eye the retinal image is inverted, and the same optic's pattern is seen at {-ex_prism:+.4f} arcmin ("with
+motion"; ICL-Bench's other outputs use that visual frame). Every answer of this release is drawn in the
+`halo` frame; its scenes carry no `frame` field (`icl render` draws one in this convention when the scene
+names `"frame": "halo"`).
 
 ## Sources and the flux rule
 The model is isoplanatic: every source sees the same pupil, and its pattern is the on-axis pattern moved
