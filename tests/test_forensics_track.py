@@ -191,3 +191,25 @@ def test_physics_scores_rank_duplicate_above_its_original():
     # Identical up to flux: similarity 1; the copy misses its stated condition, the original does not.
     assert sc["copy"]["DUP"] > 0.9 > sc["orig"]["DUP"]
 
+
+
+def test_a_file_of_another_kind_is_an_error_and_a_hard_link_scores_nothing(release, tmp_path):
+    import os
+
+    from icl._paths import cases_dir
+    from icl.cli import main
+
+    res = CliRunner().invoke(
+        main,
+        ["forensics-evaluate", "--release", str(release), "--submission",
+         str(cases_dir() / "examples" / "scene.json"), "--output", str(tmp_path / "s.json")],
+    )
+    assert res.exit_code == 2 and "not a forensics submission" in res.output, res.output
+    assert not (tmp_path / "s.json").exists()
+    images, _ = load_public(release)
+    write_json(tmp_path / "sub.json", {"scores": random_scores(list(images), 3)})
+    assert evaluate(release, tmp_path / "sub.json")["items"]["NH"]["value"] > 0.0
+    os.link(tmp_path / "sub.json", tmp_path / "linked.json")  # the scorer reads files of the submission's own
+    r = evaluate(release, tmp_path / "linked.json")
+    assert r["S"] == 0.0 and all(r["items"][k]["value"] == 0.0 for k in ("NH", "DUP", "SPL"))
+    assert any("hard link" in p for p in r["problems"])

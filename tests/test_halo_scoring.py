@@ -73,13 +73,13 @@ def test_wrong_baselines_lose(release, loaded, tmp_path, mode):
 
 
 def _copy_sub(reference_sub, tmp_path):
-    # Hard links are instant; write_npz replaces a file atomically, so the originals stay intact.
-    import os
+    # Copies, not hard links: the scorer refuses a submitted file with more than one name.
+    import shutil
 
     sub = tmp_path / "s"
     sub.mkdir()
     for f in reference_sub.glob("*.npz"):
-        os.link(f, sub / f.name)
+        shutil.copyfile(f, sub / f.name)
     return sub
 
 
@@ -128,7 +128,7 @@ def test_invalid_condition_scores_zero_with_reason(
         a["scene"] = a["scene"] * 1.001
     elif breakage == "complex":
         a["components"] = a["components"].astype(complex)
-    path.unlink()  # a hard link to the reference: never write through it
+    path.unlink()
     if breakage == "missing":
         pass
     elif breakage == "pickle":
@@ -223,16 +223,16 @@ def test_cli_evaluate_writes_score(release, reference_sub, tmp_path):
 
 
 def test_bad_release_is_a_clear_error(tmp_path):
-    (tmp_path / "public").mkdir()
-    (tmp_path / "public" / "halo_cases.json").write_text('{"cases": 3}')
+    (tmp_path / "rel" / "public").mkdir(parents=True)
+    (tmp_path / "rel" / "public" / "halo_cases.json").write_text('{"cases": 3}')
     res = CliRunner().invoke(
         main,
         [
             "halo-evaluate",
             "--release",
-            str(tmp_path),
+            str(tmp_path / "rel"),
             "--submission",
-            str(tmp_path),
+            str(tmp_path / "rel"),
             "--output",
             str(tmp_path / "s.json"),
         ],

@@ -6,7 +6,6 @@ score 100, that no pickle payload ran, and that the score file is written whole 
 """
 
 import json
-import os
 import shutil
 
 import numpy as np
@@ -139,7 +138,7 @@ def hostile_run(release, reference_sub, tmp_path_factory):
     sub.mkdir()
     outside.mkdir()
     for f in reference_sub.glob("*.npz"):
-        os.link(f, sub / f.name)  # write_npz and unlink replace links; the originals stay intact
+        shutil.copyfile(f, sub / f.name)  # copies: the scorer refuses hard links
     for cond, (how, _) in HOSTILE.items():
         _make(sub, outside, cond, how, reference_sub / f"{cond}.npz")
     (sub / "..H13_a.npz").write_bytes(b"junk")  # extra names are never opened
@@ -196,12 +195,14 @@ def test_bad_condition_id_in_the_release_is_a_clear_error(release, tmp_path):
     (fake / "public" / "halo_cases.json").write_text(json.dumps(cases))
     out = tmp_path / "score.json"
     out.write_text("previous")
+    (tmp_path / "sub").mkdir()
     res = CliRunner().invoke(
-        main, ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path), "--output", str(out)]
+        main,
+        ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path / "sub"), "--output", str(out)],
     )
     assert res.exit_code == 2 and "halo_cases.json: cases[0].conditions[0].id: bad condition id" in res.output
     assert out.read_text() == "previous"  # an error never touches an existing score file
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["release", "score.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release", "score.json", "sub"]
 
 
 def test_test_split_answers_are_not_reachable_by_symlink(release, tmp_path):
@@ -238,7 +239,8 @@ def test_missing_or_hostile_test_split_is_a_clear_error(release, tmp_path):
     fake = tmp_path / "release"
     shutil.copytree(release / "public", fake / "public")
     (fake / "public" / "halo_cases_test.json").unlink()
-    args = ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path), "--output",
+    (tmp_path / "sub").mkdir()
+    args = ["halo-evaluate", "--release", str(fake), "--submission", str(tmp_path / "sub"), "--output",
             str(tmp_path / "s.json"), "--split", "test"]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 2 and "halo_cases_test.json" in res.output

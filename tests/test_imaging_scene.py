@@ -116,7 +116,7 @@ def test_scene_command_writes_variants_and_figure(tmp_path):
         met = json.loads((out / v / "metrics.json").read_text())
         assert met["exposure"]["same_for_all_variants"] is True
     first = (out / "clear" / "retinal_linear.npz").read_bytes()
-    assert CliRunner().invoke(main, ["scene", str(f), "--output", str(out)]).exit_code == 0
+    assert CliRunner().invoke(main, ["scene", str(f), "--output", str(out), "--force"]).exit_code == 0
     assert (out / "clear" / "retinal_linear.npz").read_bytes() == first  # deterministic
     spec["variants"]["bad"] = {"diameter_mm": -1}
     f.write_text(json.dumps(spec))

@@ -43,6 +43,23 @@ def test_reference_psf_scores_full_and_garbage_scores_zero(release, tmp_path):
     assert by["C05.2"]["score"] == 0.0
 
 
+def test_a_hard_linked_result_file_is_not_the_run_s_own(release, tmp_path):
+    import os
+
+    iid = "C05-02"
+    good = tmp_path / "good"
+    _perfect(release, good, iid)
+    by = {c["check"]: c for c in score_run(release, good, "test", instances=[iid])["checks"]}
+    assert by["C05.1"]["score"] == 1.0
+    # every psf_linear.npz becomes a second name of a file kept elsewhere (a planted answer, say)
+    for k, p in enumerate(sorted((good / "results" / iid).glob("*/psf_linear.npz"))):
+        kept = tmp_path / f"kept{k}.npz"
+        p.rename(kept)
+        os.link(kept, p)
+    by = {c["check"]: c for c in score_run(release, good, "test", instances=[iid])["checks"]}
+    assert by["C05.1"]["score"] == 0.0 and "hard link" in by["C05.1"]["reason"], by["C05.1"]
+
+
 def test_missing_task_is_zero_and_gates_reported(release, tmp_path):
     s = score_submission(release, [tmp_path], "empty", bootstrap_n=50)
     assert s["professional_score"] == 0.0 and s["completion_rate"] == 0.0

@@ -80,14 +80,15 @@ def test_an_empty_folder_of_ours_is_used_and_one_of_another_user_is_not(host):
     ours, theirs = host["out"].parent / "ours", host["out"].parent / "theirs"
     ours.mkdir()
     theirs.mkdir()
-    rec = run_submission(HOSTILE / "normal", host["input"], host["out"].parent / "o2", limits=SMALL, logs_dir=ours)
+    root = host["out"].parent
+    rec = run_submission(HOSTILE / "normal", host["input"], root / "o2", limits=SMALL, logs_dir=ours)
     assert rec.ok and (ours / "stdout.log").is_file()
     try:
         os.chown(theirs, SANDBOX_UID, SANDBOX_UID)
     except PermissionError:
         pytest.skip("changing a folder's owner needs root")  # the case exists only for a root harness
     with pytest.raises(OutputError, match="belongs to uid"):
-        run_submission(HOSTILE / "normal", host["input"], host["out"].parent / "o3", limits=SMALL, logs_dir=theirs)
+        run_submission(HOSTILE / "normal", host["input"], root / "o3", limits=SMALL, logs_dir=theirs)
     assert list(theirs.iterdir()) == []
 
 

@@ -45,26 +45,52 @@ COMMANDS = {
 }
 
 
-# Path parameters that name what a command writes; every other path parameter is an input.
-OUTPUT_PARAMS = frozenset({"output", "output_dir", "logs_dir", "work", "png", "figure", "score_file"})
+# Every path parameter of every command is named in exactly one of these two sets (a command with a path
+# parameter in neither refuses to run, so a new command cannot slip past the guard below).
+OUTPUT_PARAMS = frozenset(
+    {"output", "output_dir", "logs_dir", "work", "png", "figure", "score_file", "details"}
+)
+INPUT_PARAMS = frozenset(
+    {
+        "spec", "release", "submission", "input_dir", "input_json", "thresholds", "records", "reference",
+        "predictions", "runs", "reviews", "baselines", "packets", "first", "second", "arbitration",
+        "eye", "implant", "illumination", "detector", "package_dir", "file",
+    }
+)
+# The generators: their --output is the release they write, which --force may regenerate in place.
+RELEASE_WRITERS = frozenset({"halo-generate", "pro-generate", "forensics-generate", "patient-demo", "demo"})
+
+
+def _values(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 def _guarded(cmd: click.Command) -> Callable[..., Any]:
-    """Wrap ``cmd``'s callback so that its path inputs are protected from its own writes."""
-    paths = {
-        p.name for p in cmd.params if isinstance(p.type, click.Path) and p.name not in OUTPUT_PARAMS
-    }
+    """Wrap ``cmd``'s callback: protect its path inputs, then check every output before it runs.
+
+    Each output must pass :func:`icl.io.check_output_place` (not an input, not inside a folder given as
+    an input, not inside a release) before the command does any work.
+    """
+    paths = [p for p in cmd.params if isinstance(p.type, click.Path)]
+    unknown = [p.name for p in paths if (p.name in OUTPUT_PARAMS) == (p.name in INPUT_PARAMS)]
+    if unknown:
+        raise TypeError(f"{cmd.name}: name the path parameters {unknown} in OUTPUT_PARAMS or INPUT_PARAMS")
+    inputs = [p.name for p in paths if p.name in INPUT_PARAMS]
+    outputs = [p.name for p in paths if p.name in OUTPUT_PARAMS]
     callback = cmd.callback
 
     @functools.wraps(callback)
     def run(**kwargs: Any) -> Any:
-        from icl.io import protect_input
+        from icl.io import check_output_place, protect_input
 
-        for name in paths:
-            values = kwargs.get(name)
-            for value in values if isinstance(values, (tuple, list)) else (values,):
+        for name in inputs:
+            for value in _values(kwargs.get(name)):
                 if value is not None:
                     protect_input(value)
+        for name in outputs:
+            for value in _values(kwargs.get(name)):
+                if value is not None:
+                    check_output_place(value, release=cmd.name in RELEASE_WRITERS and name == "output")
         return callback(**kwargs)
 
     return run

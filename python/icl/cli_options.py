@@ -9,6 +9,6 @@ import click
 force_option: Callable[[Callable], Callable] = click.option(
     "--force",
     is_flag=True,
-    help="Empty a non-empty OUTPUT folder first (everything in it is deleted); without it a "
-    "generator writes only into a new or empty folder.",
+    help="Empty a non-empty OUTPUT folder first (everything in it is deleted); without it the "
+    "command writes only into a new or empty folder.",
 )

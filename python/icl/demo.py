@@ -25,7 +25,7 @@ def demo(output: str, no_gallery: bool, force: bool) -> None:
     from icl.halo.release import generate
     from icl.io import prepare_output_dir
 
-    out = prepare_output_dir(output, force)
+    out = prepare_output_dir(output, force, release=True)
     release = out / "halo-release"
     console = Console()
     tty = sys.stderr.isatty()

@@ -2,9 +2,10 @@
 
 Loaders never unpickle, bound what they read, refuse duplicate JSON keys and raise
 :class:`icl.errors.InputError` naming the file and the field at fault. Writers replace only regular
-files or absent paths, never a symbolic link, and never a file the running command reads
-(:func:`input_guard`); generators start from an empty folder (:func:`prepare_output_dir`). The rules
-are stated in ``docs/conventions.md``.
+files or absent paths, never a symbolic link, never a file the running command reads, and never
+anything inside a release folder or inside a folder the command reads (:func:`input_guard`,
+:func:`check_output_place`); generators start from an empty folder (:func:`prepare_output_dir`). The
+rules are stated in ``docs/conventions.md``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.f
 # than ContextVars so that worker threads of a command see them too.
 _protected: dict[tuple[int, int, str], str] | None = None
 _written: set[tuple[int, int, str]] = set()
+# Inside the guard: the folders passed as inputs, and the folders the command created or emptied for
+# itself (everything below one of those was written by the command), all resolved.
+_input_dirs: list[Path] = []
+_own_roots: list[Path] = []
+
+#: The name of the manifest every generated folder holds.
+MANIFEST = "manifest.json"
+#: ``kind`` of the manifests that make a folder a release besides a key id (the patient demo set has no
+#: key but holds the private reference answers).
+RELEASE_KINDS = frozenset({"patient-demo"})
 
 
 def _entry(path: Path) -> tuple[int, int, str] | None:
@@ -65,13 +76,13 @@ def input_guard() -> Iterator[None]:
     :func:`prepare_output_dir` refuses to empty a folder holding it. The ``icl`` command line runs
     each command inside this guard.
     """
-    global _protected, _written
-    saved = _protected, _written
-    _protected, _written = {}, set()
+    global _protected, _written, _input_dirs, _own_roots
+    saved = _protected, _written, _input_dirs, _own_roots
+    _protected, _written, _input_dirs, _own_roots = {}, set(), [], []
     try:
         yield
     finally:
-        _protected, _written = saved
+        _protected, _written, _input_dirs, _own_roots = saved
 
 
 def protect_input(path: str | os.PathLike) -> None:
@@ -89,6 +100,96 @@ def protect_input(path: str | os.PathLike) -> None:
     entry = _entry(real)
     if entry is not None and entry not in _written:
         _protected[entry] = str(real)
+        if real.is_dir() and not _below(real, _own_roots):
+            _input_dirs.append(real)
+
+
+def _below(real: Path, folders: Iterable[Path]) -> Path | None:
+    """Return the first of ``folders`` that is ``real`` or one of its ancestors (all paths resolved)."""
+    return next((f for f in folders if real == f or f in real.parents), None)
+
+
+def is_release(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` holds a release manifest.
+
+    A release manifest is a ``manifest.json`` written by this package that names a release key
+    (``key_id``: the halo, professional and forensics releases) or whose ``kind`` is in
+    :data:`RELEASE_KINDS` (the patient demo set). Other manifests (an eye-trace or scene output) do
+    not make a release.
+    """
+    path = Path(folder) / MANIFEST
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_JSON_BYTES:
+            return False
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read(MAX_JSON_BYTES))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return (
+        isinstance(doc, dict)
+        and doc.get("package") == "icl-bench"
+        and ("key_id" in doc or doc.get("kind") in RELEASE_KINDS)
+    )
+
+
+def release_around(path: str | os.PathLike) -> Path | None:
+    """Return the innermost release folder (:func:`is_release`) that is ``path`` or holds it, else None."""
+    real = Path(os.path.realpath(path))
+    return next((f for f in (real, *real.parents) if is_release(f)), None)
+
+
+def check_output_place(path: str | os.PathLike, *, release: bool = False) -> None:
+    """Refuse an output of the running command that lies where no command may write.
+
+    Inside :func:`input_guard` (every ``icl`` command), an output may not be an input of the command,
+    nor lie inside a folder passed to it as an input, nor inside a release folder (any folder holding
+    a release manifest, :func:`is_release`, at any depth above it): a release is read-only to every
+    command but its generator. Paths are compared resolved, so a link to a release is the release.
+    Everything below a folder the command created or emptied for itself (:func:`prepare_output_dir`,
+    :class:`OwnFolder`) is its own. Outside the guard this does nothing.
+
+    Parameters
+    ----------
+    path : path-like
+        The output file or folder.
+    release : bool
+        The output is a generator's release folder: ``path`` itself may be a release (which
+        ``--force`` regenerates); the folders above it still may not.
+
+    Raises
+    ------
+    OutputError
+        Naming the path, the input or release it lies in, and what to do instead.
+
+    """
+    if _protected is None:
+        return
+    file = str(path)
+    source = _input_at(Path(path))
+    if source is not None:
+        raise OutputError(f"the output is an input of this command ({source}); choose another output", file)
+    real = Path(os.path.realpath(path))
+    if _below(real, _own_roots):
+        return
+    found = release_around(real.parent if release else real)
+    if found is not None:
+        raise OutputError(
+            f"the output lies inside the release {found} (it holds a release manifest): a release is "
+            "written only by its generator; choose a path outside it",
+            file,
+        )
+    inside = _below(real, _input_dirs)
+    if inside is not None:
+        raise OutputError(
+            f"the output lies inside {inside}, a folder this command reads; choose a path outside it", file
+        )
+
+
+def _own(path: Path) -> None:
+    """Record ``path`` as a folder the running command created or emptied for itself."""
+    if _protected is not None:
+        _own_roots.append(Path(os.path.realpath(path)))
 
 
 def _input_at(path: Path) -> str | None:
@@ -132,18 +233,21 @@ def _make_folder(folder: Path, file: str) -> None:
 def output_target(path: str | os.PathLike) -> Path:
     """Check that ``path`` may be written and create its folder; return it as a :class:`Path`.
 
-    Allowed: an absent path or a regular file that is not an input of the running command.
+    Allowed: an absent path or a regular file that is not an input of the running command, and that
+    lies neither in a release nor in a folder the command reads (:func:`check_output_place`).
 
     Raises
     ------
     OutputError
         If ``path`` is a symbolic link (outputs are written to real paths only, never through or over
-        a link), a folder, device, FIFO or socket, an input of the running command, or if its folder
-        cannot be created (a parent is a file, a read-only or pseudo file system such as ``/proc``).
+        a link), a folder, device, FIFO or socket, an input of the running command, inside a release
+        or an input folder, or if its folder cannot be created (a parent is a file, a read-only or
+        pseudo file system such as ``/proc``).
 
     """
     path = Path(path)
     file = str(path)
+    check_output_place(path)
     _make_folder(path.parent, file)
     try:
         st = os.lstat(path)
@@ -206,18 +310,21 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     _atomic(path, fill)
 
 
-def prepare_output_dir(path: str | os.PathLike, force: bool = False) -> Path:
-    """Make ``path`` an empty folder for a generator, so that its manifest lists only what it wrote.
+def prepare_output_dir(path: str | os.PathLike, force: bool = False, *, release: bool = False) -> Path:
+    """Make ``path`` an empty folder for a command's output, so that its manifest lists only what it wrote.
 
     A missing folder is created and an empty one used as it is. A non-empty folder is refused unless
     ``force``, which deletes everything inside it first; even then the file system root, the home
     folder, the current folder and its parents, and a folder holding an input of the running command
-    are never emptied.
+    are never emptied. The folder must lie outside every release and input folder
+    (:func:`check_output_place`); only a generator (``release=True``) may be given a release folder
+    itself, to regenerate it. Inside a command, the folder is then the command's own.
 
     Raises
     ------
     OutputError
-        If ``path`` is a symbolic link or not a folder, or is not empty and may not be emptied.
+        If ``path`` is a symbolic link or not a folder, lies inside a release or an input folder, or is
+        not empty and may not be emptied.
 
     """
     path = Path(path)
@@ -225,7 +332,9 @@ def prepare_output_dir(path: str | os.PathLike, force: bool = False) -> Path:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
+        check_output_place(path, release=release)
         _make_folder(path, file)
+        _own(path)
         return path
     except OSError as exc:
         raise OutputError(f"cannot inspect the output folder: {exc.strerror or exc}", file) from None
@@ -233,8 +342,10 @@ def prepare_output_dir(path: str | os.PathLike, force: bool = False) -> Path:
         raise OutputError("the output folder is a symbolic link; give the real folder", file)
     if not stat.S_ISDIR(st.st_mode):
         raise OutputError(f"the output folder exists and is {_kind(st.st_mode)}", file)
+    check_output_place(path, release=release)
     entries = sorted(os.scandir(path), key=lambda e: e.name)
     if not entries:
+        _own(path)
         return path
     if not force:
         raise OutputError(
@@ -256,6 +367,7 @@ def prepare_output_dir(path: str | os.PathLike, force: bool = False) -> Path:
             shutil.rmtree(entry.path)
         else:
             os.unlink(entry.path)
+    _own(path)
     return path
 
 
@@ -282,14 +394,15 @@ class OwnFolder:
     Raises
     ------
     OutputError
-        If ``path`` is a symbolic link, not a folder, owned by another user or not empty, or cannot be
-        created.
+        If ``path`` is a symbolic link, not a folder, owned by another user or not empty, lies inside a
+        release or an input folder (:func:`check_output_place`), or cannot be created.
 
     """
 
     def __init__(self, path: str | os.PathLike, field: str):
         self.path = Path(path)
         file = str(self.path)
+        check_output_place(self.path)
         _make_folder(self.path.parent, file)
         try:
             os.mkdir(self.path, 0o755)
@@ -327,6 +440,7 @@ class OwnFolder:
             raise
         self.fd = fd
         self._mine: set[str] = set()
+        _own(self.path)
 
     def write_bytes(self, name: str, data: bytes, mode: int = 0o644) -> None:
         """Write ``data`` as ``name`` in the folder: a new file, or a new file renamed over one it wrote."""
@@ -617,6 +731,77 @@ def _read_members(
                 raise InputError(f"unreadable array: {exc}", file, key) from None
         out[key] = arr
     return out
+
+
+def check_kind(doc: Any, file: str | None, kind: str, fields: Iterable[str]) -> None:
+    """Refuse a JSON object of another kind: one with fields, none of which a ``kind`` file has.
+
+    A file of the right kind with wrong or missing content is left to the loader's own rules (a
+    submission then scores 0 with the reason); a file of another kind (a scene given as a contest
+    evaluation) is the operator's mistake and stops the command.
+
+    Raises
+    ------
+    InputError
+        Naming the file, the kind expected and the fields found.
+
+    """
+    known = sorted(fields)
+    if isinstance(doc, dict) and doc and not set(doc) & set(known):
+        found = sorted(doc)
+        raise InputError(
+            f"not {kind}: it has none of the fields {known} (it has {found[:6]}"
+            f"{' ...' if len(found) > 6 else ''}); check which file was given",
+            file,
+        )
+
+
+def answer_identities(*roots: str | os.PathLike) -> frozenset[tuple[int, int]]:
+    """Return the (device, inode) of every regular file at or below ``roots`` (links are not followed)."""
+    out = set()
+    for root in roots:
+        root = Path(root)
+        paths = [root] if not root.is_dir() or root.is_symlink() else [root, *root.rglob("*")]
+        for p in paths:
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.add((st.st_dev, st.st_ino))
+    return frozenset(out)
+
+
+def check_answer_file(path: str | os.PathLike, answers: frozenset[tuple[int, int]] = frozenset()) -> None:
+    """Refuse a submitted answer file that is a link to another file.
+
+    A scorer reads only files of the submission's own: not a symbolic link, not a hard link (a file
+    with more than one name, which could be a private answer someone linked in), and not one of the
+    ``answers`` files (:func:`answer_identities` of the release's private part) under any name.
+
+    Raises
+    ------
+    InputError
+        Naming the file and why it is refused; a missing file is left to the caller.
+
+    """
+    file = str(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", file) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise InputError("symbolic links are not followed", file)
+    if (st.st_dev, st.st_ino) in answers:
+        raise InputError("this is one of the release's private answer files, not a submitted one", file)
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise InputError(
+            f"a hard link ({st.st_nlink} names share this file): answer files must be files of their own; "
+            "copy it instead",
+            file,
+        )
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -16,6 +16,13 @@ DEFAULT_RELEASES = {
     "forensics": "default development release (`icl forensics-generate --seed 20261003`, labels rebuildable)",
     "pro": "development release `icl pro-generate --seed 7` (8 instances per template; answers rebuildable)",
 }
+# The manifest field and value that name each track's release.
+RELEASE_MARKS = {
+    "halo": ("format", "icl-halo-release/1"),
+    "pro": ("kind", "icl-pro-release"),
+    "patient": ("kind", "patient-demo"),
+    "forensics": ("track", "halo-forensics"),
+}
 
 
 def _commit() -> str:
@@ -55,7 +62,8 @@ def _commit() -> str:
     "--work",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Scratch folder for baseline submissions and runs.",
+    help="Scratch folder: WORK/TRACK for baseline submissions and runs (new or empty; see --force), "
+    "WORK/release for the default release (kept and reused).",
 )
 @click.option("--split", default=None, help="Split to score (halo: dev; pro: test).")
 @click.option(
@@ -69,7 +77,11 @@ def _commit() -> str:
     "--runs", default=3, show_default=True, type=click.IntRange(1, 3), help="Pro: runs per baseline."
 )
 @click.option(
-    "--per-template", default=4, show_default=True, type=int, help="Pro: test instances per template."
+    "--per-template",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Pro: test instances per template.",
 )
 @click.option(
     "--raster",
@@ -85,6 +97,11 @@ def _commit() -> str:
     type=click.IntRange(1, 256),
     help="Forensics: local processes for the nuisance fits (the scores do not depend on it).",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Empty a non-empty WORK/TRACK (and an unfinished WORK/release) first; everything in it is deleted.",
+)
 def calibrate(
     track: str,
     release: Path | None,
@@ -96,13 +113,17 @@ def calibrate(
     per_template: int,
     raster: int,
     workers: int,
+    force: bool,
 ) -> None:
     """Run every baseline of TRACK (pro, halo, patient, forensics) and write the calibration report."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from icl.calibrate import core, report
+    from icl.io import is_release, prepare_output_dir
 
-    work.mkdir(parents=True, exist_ok=True)
+    prepare_output_dir(work / track, force)  # checked before the release is built
+    if release is None and not is_release(work / "release"):
+        prepare_output_dir(work / "release", force, release=True)
     context = {"commit": _commit(), "command": _command_line(click.get_current_context())}
     with Progress(
         TextColumn("{task.description}"),
@@ -161,11 +182,17 @@ def _describe(release: Path) -> str:
 
 
 def _default_release(track: str, folder: Path, bar) -> Path:
-    from icl.io import prepare_output_dir
+    """Reuse the release in ``folder``, or build the track's default one into it (new or emptied by now)."""
+    from icl.errors import InputError
+    from icl.io import is_release, load_json
 
-    if (folder / "manifest.json").is_file():
+    if is_release(folder):
+        key, value = RELEASE_MARKS[track]
+        if load_json(folder / "manifest.json").get(key) != value:
+            raise InputError(
+                f"holds a release of another track, not the {track} track's; give another --work", str(folder)
+            )
         return folder
-    prepare_output_dir(folder, force=True)
     task = bar.add_task(f"{track}: building the default release", total=None)
     if track == "halo":
         from icl.halo.release import generate

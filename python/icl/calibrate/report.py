@@ -12,6 +12,17 @@ def _f(v: float | None, fmt: str = ".2f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
+def _save(fig, path: Path) -> None:
+    """Write a figure as PNG through the shared atomic writer (never through a link at ``path``)."""
+    import io
+
+    from icl.io import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def figures(cal: dict, folder: Path) -> list[str]:
     """Pass-rate heat map, Kendall tau histogram and pairwise-order matrix; return the file names."""
     import matplotlib
@@ -19,7 +30,6 @@ def figures(cal: dict, folder: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder.mkdir(parents=True, exist_ok=True)
     names = cal["order"]
     checks = sorted(cal["checks"])
     track = cal["track"]
@@ -42,7 +52,7 @@ def figures(cal: dict, folder: Path) -> list[str]:
     fig.colorbar(im, ax=ax, fraction=0.04)
     fig.tight_layout()
     files.append(f"{track}_pass_rates.png")
-    fig.savefig(folder / files[-1], dpi=110)
+    _save(fig, folder / files[-1])
     plt.close(fig)
 
     rs = cal["rank_stability"]
@@ -62,7 +72,7 @@ def figures(cal: dict, folder: Path) -> list[str]:
     fig.colorbar(im, ax=axes[1], fraction=0.04)
     fig.tight_layout()
     files.append(f"{track}_rank_stability.png")
-    fig.savefig(folder / files[-1], dpi=110)
+    _save(fig, folder / files[-1])
     plt.close(fig)
     return files
 
@@ -148,15 +158,14 @@ def markdown(cal: dict, figs: list[str], context: dict) -> str:
 
 def write(cal: dict, output: str | os.PathLike, context: dict | None = None) -> dict[str, Path]:
     """Write ``<track>.json``, ``<track>.md`` and the figures into ``output``."""
-    from icl.io import write_json
+    from icl.io import atomic_write_bytes, write_json
 
     out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
     figs = figures(cal, out)
     doc = dict(cal)
     doc["rank_stability"] = {k: v for k, v in cal["rank_stability"].items() if k != "taus"}
     doc["context"] = context or {}
     write_json(out / f"{cal['track']}.json", doc)
     md = out / f"{cal['track']}.md"
-    md.write_text(markdown(cal, figs, context or {}), encoding="utf-8")
+    atomic_write_bytes(md, markdown(cal, figs, context or {}).encode("utf-8"))
     return {"json": out / f"{cal['track']}.json", "markdown": md, **{f: out / f for f in figs}}

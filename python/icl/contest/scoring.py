@@ -33,6 +33,7 @@ from icl.contest.gate import NO_SAFETY_TRACK, NOT_RANKABLE, UNPUBLISHED, GateRes
 from icl.contest.pr import INTERPOLATION, ITEM_KIND, PARTIAL_INTERVAL, ItemArea, item_area
 from icl.contest.safety import ITEMS, clinical_weight, round2, safety_score, safety_weight, total_exact
 from icl.errors import InputError
+from icl.io import check_kind
 
 COMPUTE_CLASSES = ("domestic", "foreign")
 TRACKS = range(1, 8)
@@ -277,6 +278,7 @@ def score_result(doc: Any, thresholds: Thresholds = UNPUBLISHED, file: str | Non
         "robustness",
         "generalisation",
     }
+    check_kind(doc, file, "a contest evaluation file", known)  # a scene or rule file: exit 2
     for key in sorted(set(doc) - known):
         problems.append(f"{key}: unknown field ignored")
     team = doc.get("team")

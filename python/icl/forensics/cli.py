@@ -29,7 +29,7 @@ def forensics_generate(
     from icl.forensics.generate import write_release
     from icl.io import prepare_output_dir
 
-    prepare_output_dir(output, force)
+    prepare_output_dir(output, force, release=True)
 
     manifest = write_release(output, seed, progress=sys.stderr.isatty(), scheduler=scheduler, workers=workers)
     key = f"seed {seed}, labels rebuildable" if seed is not None else f"secret key {manifest['key_id']}"

@@ -87,7 +87,7 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
         Item areas (with case counts and rule), weakest item, S and zero rule, and every problem met.
 
     """
-    from icl.io import load_json
+    from icl.io import answer_identities, check_answer_file, check_kind, load_json
 
     from icl.freeze import check_release, disputed
 
@@ -96,10 +96,14 @@ def evaluate(release: str | Path, submission_path: str | Path) -> dict[str, Any]
     ids, labels = load_release(release)
     file = str(submission_path)
     try:
+        # a hard link to the private labels (or any hard link) is not the submission's own file
+        check_answer_file(submission_path, answer_identities(Path(release) / "private"))
         submission = load_json(submission_path, max_bytes=MAX_SUBMISSION_BYTES)
-        table, problems = read_scores(submission, ids, file)
     except InputError as exc:
         table, problems = {i: dict.fromkeys(ITEMS) for i in ids}, [str(exc)]
+    else:
+        check_kind(submission, file, "a forensics submission", ("scores",))  # another kind of file: exit 2
+        table, problems = read_scores(submission, ids, file)
     areas: dict[str, ItemArea] = {}
     # A genuine image whose render failed its two-solver cross-check: out of every item, reported apart.
     not_ranked = {i: not_ranked_reason(labels[i]) for i in ids if not_ranked_reason(labels[i])}

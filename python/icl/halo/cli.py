@@ -48,7 +48,7 @@ def halo_generate(
     from icl.halo.release import generate
     from icl.io import prepare_output_dir
 
-    prepare_output_dir(output, force)
+    prepare_output_dir(output, force, release=True)
 
     t0 = time.perf_counter()
     manifest = generate(
@@ -70,7 +70,12 @@ def halo_generate(
     type=click.Path(exists=True, file_okay=False),
     help="Release folder written by halo-generate (only public/ is read).",
 )
-@click.option("--output", required=True, type=click.Path(file_okay=False), help="Submission folder to write.")
+@click.option(
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Submission folder to write, outside the release (a release is written only by halo-generate).",
+)
 @click.option(
     "--mode",
     default="reference",

@@ -19,7 +19,7 @@ from icl.crosscheck import not_ranked_reason
 from icl.errors import InputError
 from icl.halo.cases import halo_scene
 from icl.halo.ring import measure_ring, polar_grid, polar_profile
-from icl.io import load_json, load_npz, write_json
+from icl.io import answer_identities, check_answer_file, load_json, load_npz, write_json
 from icl.optics import Scene
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
@@ -126,8 +126,13 @@ class Invalid(Exception):
     """A submitted condition breaks a validity rule; the message is the reason written to the score."""
 
 
-def load_submission(path: Path, ref: ReferenceCondition) -> np.ndarray:
+def load_submission(
+    path: Path, ref: ReferenceCondition, answers: frozenset[tuple[int, int]] = frozenset()
+) -> np.ndarray:
     """Load and validate one submitted condition; return its components as float64.
+
+    ``answers`` are the identities of the release's private files (:func:`icl.io.answer_identities`):
+    a submitted file that is one of them, or any hard link, is refused.
 
     Raises
     ------
@@ -138,6 +143,7 @@ def load_submission(path: Path, ref: ReferenceCondition) -> np.ndarray:
     if not path.exists():
         raise Invalid(f"missing condition file: expected {path.name} in {path.parent}")
     try:
+        check_answer_file(path, answers)
         arrays = load_npz(
             path,
             required=("components", "scene", "angular_pixel_arcsec"),
@@ -327,6 +333,7 @@ def evaluate(
     freeze = check_release(release)
     frozen_out = disputed(freeze)
     cases = loaded if loaded is not None else load_release(release, split)
+    answers = answer_identities(Path(release) / "private")
     sub_root = Path(submission)
     out_cases, total, not_ranked = {}, 0.0, {}
     for case_id, refs in cases:
@@ -341,7 +348,7 @@ def evaluate(
         conds, subs = {}, []
         for ref in refs:
             try:
-                comps = load_submission(sub_root / f"{ref.id}.npz", ref)
+                comps = load_submission(sub_root / f"{ref.id}.npz", ref, answers)
                 conds[ref.id] = score_condition(ref, comps)
                 subs.append(comps)
             except Invalid as exc:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from icl.cli_options import force_option
+
 
 @click.command("mtf")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
@@ -60,17 +62,19 @@ def mtf_command(spec: Path, output: Path) -> None:
 @click.command("scene")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for one sub-folder per variant and a manifest.")
+              help="Folder for one sub-folder per variant and a manifest (new or empty; see --force).")
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the side-by-side picture of all previews here.")
-def scene_command(spec: Path, output: Path, figure: Path | None) -> None:
+@force_option
+def scene_command(spec: Path, output: Path, figure: Path | None, force: bool) -> None:
     """Render every variant of the scene spec SPEC: linear retinal image, fixed-mapping preview, metrics."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from icl.imaging.night_road import figure_order, load_spec, run_scene, side_by_side, spec_labels
-    from icl.io import load_json
+    from icl.io import load_json, prepare_output_dir
 
     scenes, _, _ = load_spec(spec)
+    prepare_output_dir(output, force)  # the manifest then lists exactly what this run wrote
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn()) as bar:
         task = bar.add_task("variants", total=len(scenes))

@@ -40,7 +40,7 @@ def ledger_path(output: Path) -> Path:
     "-o",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Output .npz; the energy ledger is written beside it as OUTPUT.npz.ledger.json.",
+    help="Output file, named *.npz; the energy ledger is written beside it as OUTPUT.npz.ledger.json.",
 )
 @click.option(
     "--fft-factor",
@@ -55,13 +55,18 @@ def render_cmd(spec: Path, output: Path, fft_factor: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from icl.errors import InputError
+    from icl.errors import InputError, OutputError
     from icl.io import load_json, output_target, write_json, write_npz
     from icl.optics import Sampling, Scene, render
     from icl.optics.model import MAX_RENDER_BYTES, render_memory_estimate
 
+    if output.suffix != ".npz":  # the name given is the name written, or nothing is
+        raise OutputError(
+            "the output is a NumPy .npz archive: give a name ending in .npz, "
+            f"e.g. {output.with_suffix('.npz')}",
+            str(output),
+        )
     scene = Scene.from_dict(load_json(spec), file=str(spec))
-    output = output if output.suffix == ".npz" else output.with_suffix(".npz")
     for target in (output, ledger_path(output)):  # both checked before anything is written
         output_target(target)
     need = render_memory_estimate(scene, fft_factor)  # the scene checked the default factor only

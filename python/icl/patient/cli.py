@@ -47,7 +47,7 @@ def patient_demo(output: str, seed: int, force: bool) -> None:
     from icl.io import prepare_output_dir
     from icl.patient.demo import build_demo
 
-    prepare_output_dir(output, force)
+    prepare_output_dir(output, force, release=True)
 
     manifest = build_demo(output, seed)
     click.echo(

@@ -20,9 +20,11 @@ import jsonschema
 
 from icl._paths import cases_dir
 from icl.errors import InputError
-from icl.io import load_json
+from icl.io import check_answer_file, check_kind, load_json
 
 SCHEMA_VERSION = "0.4.0-patient-draft"
+#: The top-level fields of a prediction file.
+PREDICTION_FIELDS = frozenset({"predictions", "schema_version", "fictional", "description"})
 UNCERTAIN = "uncertain"
 TARGET_PARTS = ("patient_id", "visit_id", "eye", "condition_id")
 
@@ -305,6 +307,13 @@ def validate_reports(obj: Mapping[str, Any], file: str) -> Reports:
             raise InputError(
                 "a report of no visible structure cannot carry features", file, f"{where}.features"
             )
+        if rec["presence"] != "present" and rec["features"]:  # a drawing says something is seen
+            raise InputError(
+                f"shapes are drawn but presence is {rec['presence']!r}: "
+                "only a 'present' record carries features",
+                file,
+                f"{where}.features",
+            )
         bad = check_answers(rec)
         if bad:
             raise InputError(bad[1], file, f"{where}.{bad[0]}")
@@ -355,14 +364,17 @@ def load_predictions(path: str | os.PathLike, sources: Mapping[str, list[str]] |
     file = str(path)
     out = Predictions(file=file)
     try:
+        check_answer_file(path)  # a hard link (to someone's answers, say) is not the submission's own file
         obj = load_json(path)
     except InputError as exc:
         out.fatal = str(exc)
         return out
+    # a file of another kind (a scene, a report file) is the operator's mistake, not a bad prediction
+    check_kind(obj, file, "a prediction file", ("predictions",))
     if not isinstance(obj, dict) or not isinstance(obj.get("predictions"), list):
         out.fatal = str(InputError("expected an object with a 'predictions' list", file, "predictions"))
         return out
-    extra = sorted(set(obj) - {"predictions", "schema_version", "fictional", "description"})
+    extra = sorted(set(obj) - PREDICTION_FIELDS)
     if extra:
         out.fatal = str(InputError(f"unknown top-level field {extra[0]!r}", file, extra[0]))
         return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,25 @@ class Catalog:
             if t.id == tid:
                 return t
         raise KeyError(tid)
+
+    def select(self, only: Iterable[str] | None) -> list[str] | None:
+        """Return the template ids ``only`` names (``None``: every template), each checked.
+
+        Raises
+        ------
+        InputError
+            For an unknown id or an empty selection, listing the valid ids.
+
+        """
+        if only is None:
+            return None
+        chosen = list(only)
+        valid = [t.id for t in self.templates]
+        unknown = [t for t in chosen if t not in valid]
+        if unknown or not chosen:
+            what = f"unknown template id(s) {unknown}" if unknown else "no template selected"
+            raise InputError(f"{what}; the valid ids are {' '.join(valid)}", None, "only")
+        return chosen
 
     @property
     def weights(self) -> dict[str, float]:

@@ -18,7 +18,9 @@ from icl.parallel import scheduler_options
 @click.option("--seed", default=None, type=click.IntRange(min=0),
               help="Make a public development release from this seed: anyone can rebuild its answers and it "
                    "cannot be ranked. Without it a secret key is drawn and kept in OUTPUT/private/release.key.")
-@click.option("--only", multiple=True, help="Template ids to generate (default: all 36).")
+@click.option("--only", multiple=True,
+              help="Template ids to generate, repeated or comma-separated (default: all 36); "
+                   "an unknown id is refused.")
 @scheduler_options
 @force_option
 def pro_generate(output: Path, per_template: int, seed: int | None, only: tuple[str, ...], scheduler: str | None,
@@ -28,10 +30,13 @@ def pro_generate(output: Path, per_template: int, seed: int | None, only: tuple[
     The bytes written are the same for serial, ``--workers N`` and ``--scheduler`` runs with one key.
     """
     from icl.io import prepare_output_dir
+    from icl.pro.catalog import load_catalog
     from icl.pro.generate import generate
 
-    prepare_output_dir(output, force)
-    summary = generate(output, per_template, seed, only=list(only) or None, scheduler=scheduler, workers=workers)
+    ids = [t.strip() for v in only for t in v.split(",") if t.strip()]
+    chosen = load_catalog().select(ids) if only else None
+    prepare_output_dir(output, force, release=True)
+    summary = generate(output, per_template, seed, only=chosen, scheduler=scheduler, workers=workers)
     click.echo(f"instances {summary['instances']}; groups {summary['groups']}; {summary['seconds']:.1f} s")
 
 
@@ -101,11 +106,14 @@ def _print_rows(title: str, rows: list[dict]) -> None:
 
 @click.command("pro-baselines")
 @click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder to write the baseline submissions into.")
-def pro_baselines(output: Path) -> None:
+              help="Folder to write the baseline submissions into (new or empty; see --force).")
+@force_option
+def pro_baselines(output: Path, force: bool) -> None:
     """Write the five baseline submissions (``run`` script, manifest, vendored icl) into OUTPUT."""
+    from icl.io import prepare_output_dir
     from icl.pro.evaluate import write_baselines
 
+    prepare_output_dir(output, force)
     folders = write_baselines(output)
     click.echo(f"wrote {len(folders)} baselines to {output}")
 
@@ -114,22 +122,26 @@ def pro_baselines(output: Path) -> None:
 @click.argument("release", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("baselines", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--work", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Working folder for the frozen copies, run outputs and logs.")
-@click.option("--per-template", default=4, show_default=True, type=int, help="Test instances per template to run.")
+              help="Working folder for the input copies, run outputs and logs (new or empty; see --force).")
+@click.option("--per-template", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Test instances per template to run.")
 @click.option("--runs", default=3, show_default=True, type=click.IntRange(1, 3), help="Independent runs per baseline.")
 @click.option("--cpus", default=4, show_default=True, type=int, help="CPU cores granted to each sandboxed run.")
 @click.option("--memory", default="8G", show_default=True, help="Memory limit of each sandboxed run, e.g. 8G.")
 @click.option("--timeout", "timeout_s", default=1200.0, show_default=True, type=float, help="Wall seconds per input set.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write every score JSON here.")
+@click.option("--force", is_flag=True,
+              help="Empty a non-empty WORK folder first (everything in it is deleted).")
 def pro_baselines_eval(release: Path, baselines: Path, work: Path, per_template: int, runs: int, cpus: int, memory: str,
-                       timeout_s: float, output: Path | None) -> None:
+                       timeout_s: float, output: Path | None, force: bool) -> None:
     """Freeze every baseline in BASELINES, run it on RELEASE through the sandboxed harness, print the leaderboard."""
-    from icl.io import write_json
+    from icl.io import prepare_output_dir, write_json
     from icl.pro.evaluate import evaluate
 
     subs = sorted(p for p in baselines.iterdir() if (p / "run").is_file())
     if not subs:
         raise click.UsageError(f"no submission folders with a run program in {baselines}")
+    prepare_output_dir(work, force)
     scores = evaluate(release, subs, work, per_template=per_template, runs=runs, cpus=cpus, memory=memory,
                       timeout_s=timeout_s)
     if output:

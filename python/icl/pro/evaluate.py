@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from icl.errors import InputError
+from icl.errors import InputError, OutputError
 from icl.io import load_json, write_json
 from icl.pro.baselines.runner import STRATEGIES
 
@@ -50,12 +50,30 @@ SAMPLING_TEMPLATES = ("C01", "C02", "C03", "C04", "C06", "F02", "F03")
 CONCLUSION_KINDS = ("label", "choice", "set", "sequence", "scalar", "angle")
 
 
+def _new_folder(path: Path) -> Path:
+    """Create ``path`` (and its parents) as a new folder; an existing one is refused, never replaced.
+
+    Replacing a folder is left to the commands' ``--force`` rule (:func:`icl.io.prepare_output_dir`).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        raise OutputError(
+            "already exists; these folders are written only new (start from an empty folder, or give the "
+            "command --force to empty it first)",
+            str(path),
+        ) from None
+    return path
+
+
 def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRATEGIES) -> list[Path]:
     """Write one submission folder per baseline strategy into ``output``.
 
     Each folder holds ``run`` (``/bin/sh`` script), ``manifest.json`` and ``source/icl``: a vendored copy
     of this package with its compiled kernels, because the sandbox hides the installed ``icl`` (only the
-    reference-assisted track may use it, and then as code it carries).
+    reference-assisted track may use it, and then as code it carries). A folder that already exists is
+    refused, never replaced.
 
     Returns
     -------
@@ -74,9 +92,7 @@ def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRAT
     for s in strategies:
         if s not in STRATEGIES:
             raise ValueError(f"unknown baseline strategy {s!r}; choose from {STRATEGIES}")
-        d = Path(output) / s
-        if d.exists():
-            shutil.rmtree(d)
+        d = _new_folder(Path(output) / s)
         shutil.copytree(
             pkg_dir, d / "source" / "icl", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_core*.so")
         )
@@ -86,7 +102,7 @@ def write_baselines(output: str | os.PathLike, strategies: Sequence[str] = STRAT
             'PYTHONPATH="/submission/source${PYTHONPATH:+:$PYTHONPATH}" export PYTHONPATH\n'
             f'exec python3 -m icl.pro.baselines.runner {s} "$1" "$2"\n'
         )
-        (d / "run").write_text(script, encoding="utf-8")
+        (d / "run").write_text(script, encoding="utf-8")  # d is new: nothing there to write through
         write_json(
             d / "manifest.json",
             {
@@ -238,14 +254,14 @@ def _same_conclusion(ch: Any, a: Any, b: Any) -> bool:
 def build_inputs(
     release: str | os.PathLike, sets: dict[str, list[str]], folder: str | os.PathLike, split: str = "test"
 ) -> dict[str, Path]:
-    """Copy each set's instance folders into ``folder/<set>/`` (no links: the sandbox sees only copies)."""
+    """Copy each set's instance folders into new folders ``folder/<set>/``.
+
+    No links: the sandbox sees only copies. An existing ``folder/<set>`` is refused, never replaced.
+    """
     folder = Path(folder)
     out = {}
     for name, ids in sets.items():
-        d = folder / name
-        if d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True)
+        d = _new_folder(folder / name)
         for iid in ids:
             shutil.copytree(Path(release) / "inputs" / split / iid, d / iid)
         _world_readable(d)
@@ -268,15 +284,14 @@ def run_sets(
 ) -> dict[str, Any]:
     """Run a frozen submission once on every input set; write and return ``run_dir/sets.json``.
 
+    ``run_dir`` must not exist yet (it is created; an existing one is refused, never replaced).
+
     With ``release``, a ``sampling-check`` set is compared with the cold start (:func:`sampling_check`) and
     the result stored as ``sampling_check``.
     """
     from icl.pro.harness import run_submission
 
-    run_dir = Path(run_dir)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    run_dir = _new_folder(Path(run_dir))
     rows = []
     for name, ids in sets.items():
         rec = run_submission(
@@ -365,6 +380,10 @@ def evaluate(
 
     work = Path(work)
     ids = list(instances) if instances is not None else select_instances(release, per_template)
+    if not ids:
+        raise InputError(
+            f"no test instance selected (per_template={per_template}, instances={instances!r})", str(release)
+        )
     sets = input_sets(ids, sampling=sampling)
     inputs = build_inputs(release, sets, work / "inputs")
     if SAMPLING_SET in inputs:

@@ -1187,6 +1187,7 @@ def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
         key = ReleaseKey.new() if seed is None else ReleaseKey.from_seed(seed)
     elif seed is not None:
         raise ValueError("give a seed or a key, not both")
+    only = catalog.select(only)  # unknown ids and an empty selection are refused, listing the valid ids
     records = [r for r in plan(catalog, per_template, key) if only is None or r["template"] in only]
     groups = check_leakage(records)
     eyes: dict[str, dict] = {}

@@ -22,7 +22,7 @@ import numpy as np
 
 from icl.crosscheck import not_ranked_reason
 from icl.errors import InputError
-from icl.io import load_json, load_npz
+from icl.io import answer_identities, check_answer_file, load_json, load_npz
 from icl.pro.catalog import GROUPS, Catalog, Check, load_catalog
 from icl.pro.results_schema import Findings, energy_terms, recorded, validate_file, validate_output
 
@@ -67,8 +67,12 @@ def _grade(err: float, tol: float) -> float:
 class InstanceScorer:
     """Scores one instance of one run."""
 
-    def __init__(self, release: Path, run_dir: Path, iid: str, refs: dict, refused: str | None = None):
+    def __init__(self, release: Path, run_dir: Path, iid: str, refs: dict, refused: str | None = None,
+                 answers: frozenset[tuple[int, int]] = frozenset()):
         self.release, self.run, self.iid, self.refs = release, run_dir, iid, refs
+        # Identities of the release's private files: a result file that is one of them (or any hard link)
+        # is refused.
+        self.answers = answers
         self.results = run_dir / "results" / iid
         self.flags: dict[str, Any] = {}
         # Why every task of the instance scores 0 (its harness run was not ok), or None.
@@ -85,8 +89,15 @@ class InstanceScorer:
             raise _Fail(f"{p.name}: symbolic links are refused")
         if not p.is_file():
             raise _Fail(f"missing {case}/{name}")
+        self._own_file(p)
         self._valid(f"{case}/{name}")
         return p
+
+    def _own_file(self, p: Path) -> None:
+        try:
+            check_answer_file(p, self.answers)
+        except InputError as exc:
+            raise _Fail(f"{p.name}: {exc.reason}") from None
 
     def _valid(self, rel: str) -> None:
         """Fail, naming the file and fields, if ``results/<instance>/rel`` breaks the results schema."""
@@ -406,6 +417,7 @@ class InstanceScorer:
         p = self.results / "experiments.json"
         if not p.is_file() or p.is_symlink():
             raise _Fail("missing experiments.json")
+        self._own_file(p)
         from icl.pro.results_schema import check_run_experiments
 
         bad = Findings()
@@ -577,6 +589,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
             where[str(iid)] = (run_dir / row["output"], _record_reason(row["record"]))
     table = load_json(release / "private" / "splits.json")["instances"]
     rows = [r for r in table if r["split"] == split and (instances is None or r["id"] in instances)]
+    answers = answer_identities(release / "private")
     checks_out, inst_scores, flags, clusters = [], {}, defaultdict(bool), {}
     result_issues: list[dict] = []
     pending, not_ranked = 0, {}
@@ -594,7 +607,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
             root, refused = run_dir, None
         else:
             root, refused = where.get(row["id"], (run_dir, "not run by the harness"))
-        sc = InstanceScorer(release, root, row["id"], refs, refused)
+        sc = InstanceScorer(release, root, row["id"], refs, refused, answers)
         if refused is None:
             result_issues += [dict(i, file=(root / i["file"]).relative_to(run_dir).as_posix())
                               for i in validate_output(root, [row["id"]])]

@@ -8,6 +8,9 @@ import click
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, Path]:
+    """Parse NAME=FOLDER values; each folder is an input of the command (no output may lie inside it)."""
+    from icl.io import protect_input
+
     out = {}
     for v in values:
         name, sep, path = v.partition("=")
@@ -16,6 +19,7 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, Path]:
         if name in out:
             raise click.BadParameter(f"{name} given twice", param_hint=option)
         out[name] = Path(path)
+        protect_input(path)
     return out
 
 
@@ -46,9 +50,12 @@ def review_packets(
     release: Path, runs: tuple[str, ...], submissions: tuple[str, ...], split: str, output: Path
 ) -> None:
     """Write blind packets for every expert check of RELEASE (OUTPUT/packets.json) and the private identity map."""
+    from icl.io import check_output_place
     from icl.review.packets import make_packets
 
-    s = make_packets(release, _pairs(runs, "--run"), output, split, _pairs(submissions, "--submission"))
+    run_dirs, sub_dirs = _pairs(runs, "--run"), _pairs(submissions, "--submission")
+    check_output_place(output)  # again, now that the run and submission folders are known inputs
+    s = make_packets(release, run_dirs, output, split, sub_dirs)
     click.echo(
         f"{s['packets']} packets ({s['checks']} expert checks, {s['submissions']} submissions) in "
         f"{output / 'packets.json'}; keep {output / 'private'} from the reviewers"
