@@ -26,8 +26,11 @@ def browser():
         b.close()
 
 
-def open_page(browser, url):
-    ctx = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
+SCREENS = [(1024, 768), (1366, 768)]  # the smallest screen the page is made for, and a common laptop
+
+
+def open_page(browser, url, size=(1366, 768)):
+    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, accept_downloads=True)
     page = ctx.new_page()
     requests, errors = [], []
     page.on("request", lambda r: requests.append(r.url))
@@ -36,13 +39,32 @@ def open_page(browser, url):
     return ctx, page, requests, errors
 
 
+def fill_identity(page, patient):
+    """The identity fields start empty: fill every one of them."""
+    page.fill("#patientId", patient)
+    page.fill("#visitId", "V1")
+    page.select_option("#eye", "OD")
+    page.select_option("#conditionId", "P01")
+    page.fill("#protocolId", "PROTO-1")
+
+
+def draw_shape(page, k=K):
+    """Drag from (2, 1) to (4, 2.5) deg with the selected tool (a diagonal: an ellipse gets both axes)."""
+    box = page.locator("#canvas").bounding_box()
+    size = (box["width"] - 2, box["height"] - 2)
+    page.mouse.move(*canvas_point(box, size, k, 2.0, 1.0))
+    page.mouse.down()
+    page.mouse.move(*canvas_point(box, size, k, 4.0, 2.5), steps=4)
+    page.mouse.up()
+
+
 def test_calibrate_draw_export_validates_and_stays_offline(browser, tmp_path):
     url = PAGE.resolve().as_uri()
     ctx, page, requests, errors = open_page(browser, url)
     page.fill("#rulerMm", str(RULER_MM))
     page.fill("#distMm", str(DISTANCE_MM))
     page.click("#applyCal")
-    page.fill("#patientId", "SYN-042")
+    fill_identity(page, "SYN-042")
     page.check("#consent")
     box = page.locator("#canvas").bounding_box()
     size = (box["width"] - 2, box["height"] - 2)
@@ -121,8 +143,109 @@ def test_an_export_error_appears_beside_the_field_it_names(browser):
     box, view = problem.bounding_box(), page.viewport_size
     assert 0 <= box["y"] and box["y"] + box["height"] <= view["height"]  # on screen where the user looks
     assert page.text_content("#exportMsg") == problem.text_content()
-    page.fill("#patientId", "SYN-042")
+    fill_identity(page, "SYN-042")
     page.click("#nextRepeat")  # a later success clears the message
     assert page.locator("#fieldProblem").count() == 0
+    ctx.close()
+    assert not errors
+
+
+CLIPPED = """() => {
+  const panel = document.getElementById('panel'), box = panel.getBoundingClientRect();
+  const right = box.left + panel.clientWidth;
+  const cut = [];
+  panel.querySelectorAll('label, input, select, button, th, legend, p, span').forEach((el) => {
+    const r = el.getBoundingClientRect();
+    const off = r.right > right + 0.5 || r.left < box.left - 0.5;
+    if (r.width && off) cut.push(el.id || el.textContent.trim().slice(0, 40));
+  });
+  const c = document.getElementById('canvas').getBoundingClientRect();
+  return {cut, panelScroll: panel.scrollWidth - panel.clientWidth,
+          pageScroll: [document.documentElement.scrollWidth - innerWidth,
+                       document.documentElement.scrollHeight - innerHeight],
+          canvas: [c.left, c.top, c.right, c.bottom]};
+}"""
+
+
+@pytest.mark.parametrize("size", SCREENS, ids=[f"{w}x{h}" for w, h in SCREENS])
+def test_every_field_is_whole_on_the_screen(browser, size):
+    ctx, page, requests, errors = open_page(browser, PAGE.resolve().as_uri(), size)
+    for stage in ("empty", "shape selected", "review shown"):
+        if stage == "shape selected":
+            draw_shape(page)
+            assert page.locator("#ed_band_width_deg_").is_visible()
+        if stage == "review shown":
+            page.click("#reviewBtn")
+        got = page.evaluate(CLIPPED)
+        assert got["cut"] == [] and got["panelScroll"] == 0, (stage, got)
+        assert got["pageScroll"] == [0, 0], (stage, got)  # one screen: only the record scrolls, inside itself
+        left, top, right, bottom = got["canvas"]
+        assert 0 <= left and right <= size[0] and 0 <= top and bottom <= size[1], (stage, got)
+    for field in ("#visitId", "#conditionId", "#consent", "#deidentified", "#exportBtn"):
+        page.locator(field).scroll_into_view_if_needed()
+        box = page.locator(field).bounding_box()
+        assert 0 <= box["x"] and box["x"] + box["width"] <= size[0], field
+        assert 0 <= box["y"] and box["y"] + box["height"] <= size[1], field
+    ctx.close()
+    assert not errors
+
+
+def test_identity_starts_empty_and_is_required(browser):
+    ctx, page, requests, errors = open_page(browser, PAGE.resolve().as_uri(), SCREENS[0])
+    for field in ("#patientId", "#visitId", "#protocolId", "#eye", "#conditionId"):
+        assert page.input_value(field) == "", field  # nothing pre-filled that a tired operator would keep
+    page.fill("#patientId", "SYN-001")
+    for field, problem in (("#visitId", "visit_id"), ("#eye", "eye"), ("#conditionId", "condition")):
+        page.click("#exportBtn")
+        assert problem in page.text_content("#fieldProblem"), field
+        assert page.evaluate("document.activeElement.id") == field[1:]
+        if field == "#visitId":
+            page.fill(field, "V1")
+        else:
+            page.select_option(field, index=1)
+    page.click("#exportBtn")
+    assert "protocol id is required" in page.text_content("#fieldProblem")
+    ctx.close()
+    assert not errors
+
+
+def test_every_coordinate_states_its_unit(browser):
+    ctx, page, requests, errors = open_page(browser, PAGE.resolve().as_uri())
+    page.select_option("#nSources", "2")
+    headers = page.locator("#sourceRows").locator("xpath=../thead//th").all_text_contents()
+    assert [h for h in headers if h != "id" and "(deg)" not in h] == [], headers
+    labels = page.locator("#sourceRows input").evaluate_all(
+        "els => els.map((e) => e.getAttribute('aria-label'))"
+    )
+    assert [a for a in labels if not a.endswith(" id") and "(deg)" not in a] == [], labels
+    for tool in ("circle", "ellipse", "arc"):
+        page.click(f"#tools [data-tool={tool}]")
+        draw_shape(page)
+        texts = page.locator("#editor .pair label").all_text_contents()
+        coord_words = ("x", "y", "radius", "start", "sweep", "width")
+        coords = [t for t in texts if t.split(" (")[0].split()[-1] in coord_words]
+        assert coords and all("(deg" in t for t in coords), texts
+        page.click("#editor button")  # delete it again
+    ctx.close()
+    assert not errors
+
+
+@pytest.mark.parametrize("answer", ["no_answer", "unsure", "v:no"])
+def test_a_drawing_that_contradicts_the_presence_answer_is_not_exported(browser, answer):
+    ctx, page, requests, errors = open_page(browser, PAGE.resolve().as_uri())
+    fill_identity(page, "SYN-001")
+    draw_shape(page)
+    if answer != "no_answer":
+        page.select_option("#q_presence", answer)
+    downloads = []
+    page.on("download", lambda d: downloads.append(d))
+    for button in ("#exportBtn", "#nextRepeat"):
+        page.click(button)
+        assert page.evaluate("document.activeElement.id") == "q_presence"
+        assert "shapes are drawn" in page.text_content("#fieldProblem")
+    assert page.text_content("#repeatId") == "R1" and downloads == []  # neither saved nor exported
+    page.select_option("#q_presence", "v:yes")  # the drawing now agrees with the answer
+    with page.expect_download():
+        page.click("#exportBtn")
     ctx.close()
     assert not errors

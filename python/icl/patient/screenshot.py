@@ -46,7 +46,10 @@ def main(out: str) -> None:
         page.fill("#rulerMm", str(ruler_mm))
         page.fill("#distMm", str(distance_mm))
         page.click("#applyCal")
-        page.fill("#patientId", "SYN-001")
+        page.fill("#patientId", "SYN-001")  # the identity fields start empty
+        page.fill("#visitId", "V1")
+        page.select_option("#eye", "OD")
+        page.select_option("#conditionId", "P01")
         box = page.locator("#canvas").bounding_box()
         size = (box["width"] - 2, box["height"] - 2)
         for tool, (x0, y0), (x1, y1) in (("arc", (0, 0), (2.6, 2.2)), ("circle", (0.2, 0.1), (1.8, 0.1))):
