@@ -230,7 +230,7 @@ def test_halo_and_forensics_scorers_refuse_a_changed_reference(tmp_path):
             "--release",
             str(halo),
             "--submission",
-            str(tmp_path),
+            str(tmp_path / "sub"),  # not tmp_path: no output lies inside a folder the command reads
             "--output",
             str(tmp_path / "score.json"),
             "--split",

@@ -22,8 +22,14 @@ RELEASE_MANIFEST = {"package": "icl-bench", "key_id": "0123456789abcdef", "seed"
 
 
 def _commands() -> list[tuple[str, click.Command]]:
+    """Every command, a group's commands included (named "group command"), in the command line's order."""
     ctx = click.Context(main)
-    return [(n, main.get_command(ctx, n)) for n in main.list_commands(ctx)]
+    out = []
+    for n in main.list_commands(ctx):
+        cmd = main.get_command(ctx, n)
+        subs = getattr(cmd, "commands", {})
+        out += [(f"{n} {s}", subs[s]) for s in sorted(subs)] if subs else [(n, cmd)]
+    return out
 
 
 def _path_params(cmd: click.Command) -> list[click.Parameter]:
@@ -131,7 +137,7 @@ def test_no_output_of_any_command_lies_inside_a_release(command, option, where, 
     (tmp_path / "alias").symlink_to(rel, target_is_directory=True)
     target = _target(_param(cmd, option), folder)
     before = _tree(rel)
-    res = CliRunner().invoke(main, [command, *_args(cmd, {option: str(target)}, tmp_path)])
+    res = CliRunner().invoke(main, [*command.split(), *_args(cmd, {option: str(target)}, tmp_path)])
     assert res.exit_code == 2, (res.output, res.exception)
     assert "inside the release" in res.output and "release" in res.output
     assert _tree(rel) == before
@@ -142,7 +148,8 @@ def test_a_generator_may_not_write_inside_another_release(command, tmp_path):
     cmd = dict(_commands())[command]
     rel = _release(tmp_path)
     before = _tree(rel)
-    res = CliRunner().invoke(main, [command, *_args(cmd, {"output": str(rel / "public" / "new")}, tmp_path)])
+    args = _args(cmd, {"output": str(rel / "public" / "new")}, tmp_path)
+    res = CliRunner().invoke(main, [*command.split(), *args])
     assert res.exit_code == 2 and "inside the release" in res.output, res.output
     assert _tree(rel) == before
 
@@ -161,7 +168,7 @@ def test_only_generators_may_be_given_a_release_folder_itself(command, option, t
     cmd = dict(_commands())[command]
     rel = _release(tmp_path)
     before = _tree(rel)
-    res = CliRunner().invoke(main, [command, *_args(cmd, {option: str(rel)}, tmp_path)])
+    res = CliRunner().invoke(main, [*command.split(), *_args(cmd, {option: str(rel)}, tmp_path)])
     assert res.exit_code == 2 and "inside the release" in res.output, res.output
     assert _tree(rel) == before
 
@@ -177,7 +184,7 @@ def test_no_output_lies_inside_a_folder_given_as_input(command, option, source, 
     before = _tree(folder)
     target = _target(_param(cmd, option), folder / "inside")
     values = {option: str(target), source: str(folder)}
-    res = CliRunner().invoke(main, [command, *_args(cmd, values, tmp_path)])
+    res = CliRunner().invoke(main, [*command.split(), *_args(cmd, values, tmp_path)])
     assert res.exit_code == 2, (res.output, res.exception)
     assert "a folder this command reads" in res.output and str(folder) in res.output
     assert _tree(folder) == before

@@ -54,7 +54,8 @@ INPUT_PARAMS = frozenset(
     {
         "spec", "release", "submission", "input_dir", "input_json", "thresholds", "records", "reference",
         "predictions", "runs", "reviews", "baselines", "packets", "first", "second", "arbitration",
-        "eye", "implant", "illumination", "detector", "package_dir", "file",
+        "eye", "implant", "illumination", "detector", "package_dir", "file", "submissions", "works",
+        "source_reviews",
     }
 )
 # The generators: their --output is the release they write, which --force may regenerate in place.

@@ -186,6 +186,27 @@ def check_output_place(path: str | os.PathLike, *, release: bool = False) -> Non
         )
 
 
+def claim_release(path: str | os.PathLike) -> None:
+    """Let the running command write inside the release ``path`` (``release-freeze`` records its freeze there).
+
+    Only for a command that keeps a release's own records; the release may not lie inside another release.
+    Outside :func:`input_guard` this does nothing.
+
+    Raises
+    ------
+    OutputError
+        If a release holds ``path``.
+
+    """
+    if _protected is None:
+        return
+    real = Path(os.path.realpath(path))
+    found = release_around(real.parent)
+    if found is not None:
+        raise OutputError(f"the release lies inside another release ({found})", str(path))
+    _own(real)
+
+
 def _own(path: Path) -> None:
     """Record ``path`` as a folder the running command created or emptied for itself."""
     if _protected is not None:

@@ -63,6 +63,9 @@ def release_freeze(release: Path, dispute: tuple[str, ...], check: bool, force: 
             raise click.UsageError(f"{release} has no freeze record")
         click.echo(f"frozen {status['freeze_sha256']}: unchanged since {status['frozen_at']}")
         return
+    from icl.io import claim_release
+
+    claim_release(release)  # freeze.json is the release's own record: the one file written inside it
     kind = release_kind(release)
     doc = freeze_release(release, SCORERS[kind], _disputes(dispute), track=kind, force=force)
     parts = doc["parts"]
