@@ -3,7 +3,7 @@
 For each test scene the render at a given FFT-period factor (which also sets the pupil sampling,
 du = lambda / (m p)) is compared with the analytic pixel-integrated Airy pattern where one exists and
 with a reference render at a much finer discretisation otherwise. Printed metrics are the ones the
-halo evaluator scores with (seed 000 section 6): full-image L1 / energy, halo-region L1 / halo energy
+halo evaluator scores with: full-image L1 / energy, halo-region L1 / halo energy
 (outside 2.5 lambda/D of the wick), centroid error (arcmin) and recorded-energy error; the smallest
 evaluator scale is 0.03 (energy), so the defaults must keep every error below 0.01.
 

@@ -65,7 +65,7 @@ def test_control_1_partial_and_full_area_by_hand():
 
 
 def test_control_1_partial_differs_from_full_area():
-    """The check the seed asks for: the script must not compute the full area for NH/SPL."""
+    """The check the contest rules ask for: the script must not compute the full area for NH/SPL."""
     s, y = control_set()
     assert abs(item_area("SPL", s, y).value - item_area("DUP", s, y).value) > 0.2
 

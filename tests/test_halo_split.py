@@ -170,7 +170,7 @@ def test_variant_rules_over_many_keys():
                 assert _net_waves(b, lam[b.id]) >= RESIDUAL_WAVES[0] - 0.02
                 assert a.scene.pupil.icl.optic_zone_mm < a.scene.pupil.diameter_mm
             if case.id.startswith(("H09", "H11")):
-                # The seed's sign convention in both splits: the pattern moves by K c (+ the cylinder's tilt).
+                # The halo track's stated sign convention in both splits: the pattern moves by K c (+ the cylinder's tilt).
                 icl = b.scene.pupil.icl
                 px, py = prism_arcmin(b.scene_json)
                 if icl.cylinder_d == 0:

@@ -12,7 +12,7 @@ from icl.optics.render import psf_samples, support_samples
 from icl.optics.sampling import edge_filter
 
 FIRST_DARK = 1.2196698912665045  # first zero of J1 / pi, in lambda / D
-FIRST_BRIGHT = 1.6347  # first maximum of (2 J1(x) / x)^2 / pi, in lambda / D (seed 000 section 4)
+FIRST_BRIGHT = 1.6347  # first maximum of (2 J1(x) / x)^2 / pi, in lambda / D
 ARCMIN_PER_RAD = 180 * 60 / math.pi
 
 CLEAR_EYE = Pupil(eye_excess_d=0.0, icl=None)  # aberration-free circular pupil

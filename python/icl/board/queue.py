@@ -19,7 +19,7 @@ system and serial and distributed evaluation write the same bytes (apart from th
 host paths inside the records). A worker lost mid-task is replaced and its task runs again on a live worker
 (dask reschedules the tasks of a worker that died; ``retries`` covers a task that raised).
 
-Budgets (seed trial values): a build phase of 90 minutes and a run phase of 20 minutes per input set, 4 CPU
+Budgets (the trial values of the benchmark's rules): a build phase of 90 minutes and a run phase of 20 minutes per input set, 4 CPU
 and 8 GB; the research board has no build limit and reports the real cost. The harness's run phase is timed
 and capped here (``timeout_s``, cores, memory); a submission with a ``build`` program is refused until the
 harness has a build phase.
@@ -258,6 +258,9 @@ def execute(
             from distributed import Client, LocalCluster, as_completed
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise InputError("--scheduler needs dask.distributed: pip install 'dask[distributed]'") from exc
+        # A Nanny writes its workers' variables (OMP_NUM_THREADS=1...) into this process's environment
+        # before spawning them and never restores it; the operator's process keeps its own.
+        environ = dict(os.environ)
         cluster = (
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
             if scheduler == "local"
@@ -285,6 +288,8 @@ def execute(
         finally:
             if cluster is not None:
                 cluster.close()
+            os.environ.clear()
+            os.environ.update(environ)
     return results  # type: ignore[return-value]
 
 

@@ -1,4 +1,4 @@
-"""Contest safety score (seed 003): item areas, safety score S, dynamic weights, gate and ranking."""
+"""Contest safety score : item areas, safety score S, dynamic weights, gate and ranking."""
 
 from icl.contest.gate import (
     NOT_RANKABLE,

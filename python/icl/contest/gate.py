@@ -1,6 +1,6 @@
 """The ranking gate: published thresholds decide whether a result may be ranked at all.
 
-The gate is separate from the weights and the total (seed 003): a total can always be computed, but
+The gate is separate from the weights and the total: a total can always be computed, but
 only a result that passes published thresholds is ranked. Until the thresholds are published the gate
 answers "not rankable", never a number. A threshold file that is filled in wrongly (a placeholder, 0,
 a negative value, a value above 1, a non-number) would make everyone pass or everyone fail, so it is

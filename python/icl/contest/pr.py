@@ -198,7 +198,7 @@ class ItemArea:
         }
 
 
-# Which area each item scores (seed 003): partial for non-human and splice, full for duplicate.
+# Which area each item scores: partial for non-human and splice, full for duplicate.
 ITEM_KIND = {"NH": "partial", "DUP": "full", "SPL": "partial"}
 
 

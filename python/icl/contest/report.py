@@ -1,4 +1,4 @@
-"""Rich tables for score records and rankings, columns in the seed's review order.
+"""Rich tables for score records and rankings, columns in the contest's review order.
 
 Review order: rankable? -> weakest item -> its case counts and interpolation -> total -> efficiency.
 Column headers are the rule's symbols; the caption gives their full names.
@@ -25,7 +25,7 @@ def _counts(p: Any, n: Any) -> str:
 
 
 def score_table(r: dict[str, Any]) -> Table:
-    """One team's record, one row per review step, in the seed's review order."""
+    """One team's record, one row per review step, in the contest's review order."""
     t = Table(
         title=f"team {r['team']}  track {r['track']}  group {r['group']}",
         caption=NOTE,

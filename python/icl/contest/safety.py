@@ -1,4 +1,4 @@
-"""Safety score S, its dynamic weight and the total T (seed 003).
+"""Safety score S, its dynamic weight and the total T.
 
 ``S = 3 / (1/NH + 1/DUP + 1/SPL)`` with the zero rule: if any item is 0, not computable or missing,
 ``S = 0``. The weights are ``w_s = 0.2 + 0.2 (1 - S)`` and ``w_c = 1 - w_s``; the total is

@@ -134,7 +134,7 @@ class Condition:
 
 @dataclass(frozen=True)
 class HaloCase:
-    """A runnable halo case: two paired conditions and the texts of the seed's table."""
+    """A runnable halo case: two paired conditions and the texts of the case table."""
 
     id: str
     title: str

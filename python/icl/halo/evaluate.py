@@ -1,4 +1,4 @@
-"""Score a halo submission against a release (seed 000 section 6; definitions in docs/scoring.md).
+"""Score a halo submission against a release (definitions in docs/scoring.md).
 
 Every term is ``exp(-error / scale)``; a condition scores ``100 * sum(weight * term)``; a case scores
 70 % of its two conditions' mean plus 30 % of its paired-difference score; the 14 cases weigh equally.

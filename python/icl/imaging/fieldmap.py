@@ -1,7 +1,7 @@
 """Off-axis PSFs of a non-isoplanatic eye and field-dependent rendering by blended patches.
 
 The thin-phase engine is isoplanatic: a source at angle ``theta`` gets the on-axis PSF translated to
-``theta`` (seed 000 section 2). A thick eye is not. Here an eye is any callable
+``theta``. A thick eye is not. Here an eye is any callable
 ``pupil_at(x_deg, y_deg) -> PupilModel`` giving the pupil function of the field angle (its tilt
 term carries the distortion, its higher terms the field aberrations); the functions below measure
 how far each field's PSF is from the translated on-axis PSF, and render scenes with PSFs that vary

@@ -1,6 +1,6 @@
 """Off-axis PSFs of the thick eye against the thin-phase model's translated on-axis PSF.
 
-The thin-phase engine is isoplanatic (seed 000 section 2): a source at field angle ``theta`` gets the
+The thin-phase engine is isoplanatic: a source at field angle ``theta`` gets the
 on-axis PSF moved to ``theta``. The thick eye (:class:`icl.eye.ThickPupil`) gives the real PSF of each
 field angle, in a frame whose origin is the host eye's chief ray on the retina (the place the renderer
 puts at the source position). This module measures, per field angle, how far the thick PSF is from the

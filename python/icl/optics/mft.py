@@ -15,7 +15,7 @@ pixel integration.
   evaluated as two matrix products (columns, then rows), straight at the points where it is needed.
 - **Pixel integration.** The intensity ``|E|^2 / area`` is integrated over each pixel by
   ``subpixel x subpixel`` Gauss-Legendre nodes; the intensity's band (at most ``D p / lambda`` cycles
-  per pixel) makes 3 nodes exact to ~1e-8 for the seed's pupils.
+  per pixel) makes 3 nodes exact to ~1e-8 for the halo cases' pupils.
 
 Point sources only (any spectrum); the pattern is translated to each source (the thin eye is
 isoplanatic). It is slow compared with the FFT engine (cost ~ pixels x pupil nodes), so callers may ask

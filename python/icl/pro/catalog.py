@@ -103,7 +103,7 @@ def default_path() -> Path:
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Load and validate the catalogue against its JSON schema and the rules of seed section 2.
+    """Load and validate the catalogue against its JSON schema and the catalogue's rules.
 
     Raises
     ------

@@ -1,7 +1,7 @@
 """The professional data package: ``eye.json``, ``implant.json``, ``illumination.json``, ``detector.json``.
 
 Every physical parameter is ``{value, unit, source, uncertainty, status}`` with status one of
-``measured``, ``documented``, ``synthetic``, ``estimated``, ``unknown`` (seed section 3). A case folder
+``measured``, ``documented``, ``synthetic``, ``estimated``, ``unknown``. A case folder
 holds the four files; :func:`scene_from_package` turns its thin-phase equivalent into a scene
 (docs/formats.md).
 

@@ -18,7 +18,7 @@ from icl import linalg
 RAD_TO_ARCMIN = 180.0 * 60.0 / math.pi
 AIRY_DARK = (1.2196698912665045, 2.2331305943815286)  # first zeros of J1(pi x) / (pi x), x in lambda / D
 # First bright ring, lambda / D: the maximum of (2 J1(pi x) / (pi x))^2 lies where J2(pi x) = 0, x = j_{2,1} / pi
-# = 1.63472 (0.96589 arcmin at 550 nm and 3.2 mm; the 0.9661 of the seed comes from 1.635).
+# = 1.63472 (0.96589 arcmin at 550 nm and 3.2 mm; the 0.9661 of the halo case table comes from 1.635).
 AIRY_BRIGHT = 1.634719350381845
 ENGINE = "icl.optics.render (thin-phase)"
 

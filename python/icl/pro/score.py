@@ -635,7 +635,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
                                   refused is None and sc.results.is_dir())
         clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
     # A template whose every reference failed its cross-check is frozen out for every submission alike
-    # (seed 001 section 6: a disputed reference is removed before evaluation), not scored 0.
+    # (a disputed reference is removed before evaluation), not scored 0.
     frozen = sorted({r["template"] for r in rows} - {v[0] for v in inst_scores.values()}
                     - {r["template"] for r in rows if r["id"] not in not_ranked})
     summary = aggregate(catalog, inst_scores, frozen)

@@ -1,4 +1,4 @@
-"""Grouped splits of the professional instances and the leakage check (seed section 7).
+"""Grouped splits of the professional instances and the leakage check.
 
 A base eye with all its counterfactuals and an ICL design family each belong to exactly one split, so
 nothing learnt on train or dev instances transfers to test through a shared eye or design.
