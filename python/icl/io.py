@@ -835,16 +835,23 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def write_manifest(
-    root: str | os.PathLike, extra: Mapping[str, Any] | None = None, name: str = "manifest.json"
+    root: str | os.PathLike,
+    extra: Mapping[str, Any] | None = None,
+    name: str = "manifest.json",
+    exclude: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Write ``root/manifest.json``: versions, ``extra`` and the SHA-256 of every file below ``root``."""
+    """Write ``root/manifest.json``: versions, ``extra`` and the SHA-256 of every file below ``root``.
+
+    ``exclude`` lists paths relative to ``root`` (``private/release.key``) left out of the hashes.
+    """
     from icl import __version__
 
     root = Path(root)
     files = {}
     for p in sorted(root.rglob("*")):
-        if p.is_file() and p.name != name and not p.name.startswith("."):
-            files[p.relative_to(root).as_posix()] = sha256_file(p)
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and p.name != name and not p.name.startswith(".") and rel not in exclude:
+            files[rel] = sha256_file(p)
     import platform
 
     import scipy

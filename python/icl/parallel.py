@@ -9,8 +9,10 @@ need not share a file system with the client.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -84,28 +86,42 @@ def run_tasks(
                     results[futures[fut]] = fut.result()
                     prog.advance(tid)
             return results
-        try:
-            from distributed import Client, LocalCluster, as_completed
-        except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise click.UsageError(
-                "--scheduler needs dask.distributed: pip install 'dask[distributed]'"
-            ) from exc
-        cluster = (
-            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-            if scheduler == "local"
-            else None
-        )
-        try:
-            with Client(cluster if cluster is not None else scheduler) as client:
-                futures = client.map(fn, tasks, pure=False)
-                index = {f.key: i for i, f in enumerate(futures)}
-                for fut in as_completed(futures):
-                    results[index[fut.key]] = fut.result()
-                    prog.advance(tid)
-        finally:
-            if cluster is not None:
-                cluster.close()
+        from distributed import as_completed
+
+        with dask_client(scheduler, workers) as client:
+            futures = client.map(fn, tasks, pure=False)
+            index = {f.key: i for i, f in enumerate(futures)}
+            for fut in as_completed(futures):
+                results[index[fut.key]] = fut.result()
+                prog.advance(tid)
     return results
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str, workers: int) -> Iterator[Any]:
+    """A dask.distributed client of ``scheduler`` (an address, or ``"local"`` for a ``LocalCluster``).
+
+    A Nanny writes its workers' variables (``OMP_NUM_THREADS=1``...) into this process's environment
+    before spawning them and never restores them; the caller's environment is restored on exit.
+    """
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise click.UsageError("--scheduler needs dask.distributed: pip install 'dask[distributed]'") from exc
+    environ = dict(os.environ)
+    cluster = (
+        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        if scheduler == "local"
+        else None
+    )
+    try:
+        with Client(cluster if cluster is not None else scheduler) as client:
+            yield client
+    finally:
+        if cluster is not None:
+            cluster.close()
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 def scheduler_options(f: Callable) -> Callable:

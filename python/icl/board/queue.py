@@ -244,7 +244,7 @@ def execute(
     dask, every file map is scattered to every worker once (a replacement worker fetches it from a live
     one), and each task is submitted under its own key with ``retries``.
     """
-    from icl.parallel import _progress
+    from icl.parallel import _progress, dask_client
 
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     with _progress("board: tasks", len(tasks), quiet) as prog:
@@ -254,42 +254,26 @@ def execute(
                 results[i] = run_task(t, files[t["submission"]], files[t["inputs"]])
                 prog.advance(tid)
             return results  # type: ignore[return-value]
-        try:
-            from distributed import Client, LocalCluster, as_completed
-        except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise InputError("--scheduler needs dask.distributed: pip install 'dask[distributed]'") from exc
-        # A Nanny writes its workers' variables (OMP_NUM_THREADS=1...) into this process's environment
-        # before spawning them and never restores it; the operator's process keeps its own.
-        environ = dict(os.environ)
-        cluster = (
-            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-            if scheduler == "local"
-            else None
-        )
-        try:
-            with Client(cluster if cluster is not None else scheduler) as client:
-                scattered = {k: client.scatter([v], broadcast=True)[0] for k, v in files.items()}
-                futures = [
-                    client.submit(
-                        run_task,
-                        t,
-                        scattered[t["submission"]],
-                        scattered[t["inputs"]],
-                        key=t["key"],
-                        pure=False,
-                        retries=retries,
-                    )
-                    for t in tasks
-                ]
-                index = {f.key: i for i, f in enumerate(futures)}
-                for fut in as_completed(futures):
-                    results[index[fut.key]] = fut.result()
-                    prog.advance(tid)
-        finally:
-            if cluster is not None:
-                cluster.close()
-            os.environ.clear()
-            os.environ.update(environ)
+        from distributed import as_completed
+
+        with dask_client(scheduler, workers) as client:
+            scattered = {k: client.scatter([v], broadcast=True)[0] for k, v in files.items()}
+            futures = [
+                client.submit(
+                    run_task,
+                    t,
+                    scattered[t["submission"]],
+                    scattered[t["inputs"]],
+                    key=t["key"],
+                    pure=False,
+                    retries=retries,
+                )
+                for t in tasks
+            ]
+            index = {f.key: i for i, f in enumerate(futures)}
+            for fut in as_completed(futures):
+                results[index[fut.key]] = fut.result()
+                prog.advance(tid)
     return results  # type: ignore[return-value]
 
 

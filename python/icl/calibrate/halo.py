@@ -28,8 +28,7 @@ PASS_MARK = 0.5
 
 def perturb(kind: str, ref) -> np.ndarray:
     """One perturbation of a reference condition's components ``[n_src, n, n]``."""
-    from scipy.ndimage import gaussian_filter
-
+    from icl import libm
     from icl.halo.evaluate import halo_mask
 
     c = np.array(ref.components, dtype=float)
@@ -38,7 +37,7 @@ def perturb(kind: str, ref) -> np.ndarray:
         out[:, :, 1:] = c[:, :, :-1]  # column j grows with +x
         return out
     if kind == "blur-1px":
-        return np.stack([gaussian_filter(a, 1.0, mode="constant") for a in c])
+        return np.stack([libm.gaussian_filter(a, 1.0, mode="constant") for a in c])
     if kind == "x-flip":
         return np.ascontiguousarray(c[:, :, ::-1])
     if kind == "y-flip":

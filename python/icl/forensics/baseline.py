@@ -28,11 +28,13 @@ another, while one physical scene explains a genuine image everywhere alike.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from icl import libm
 from icl.forensics.generate import (
     NOISE_SIGMA,
     PITCH_ARCSEC,
@@ -108,7 +110,7 @@ def _measure(img: np.ndarray, lam_d: float, centre: tuple[float, float] | None =
         "ring": _ring_radius(img, c, lam_d),
         "profile": radial_profile(img / e, c),
         "edges": _edges(img / e),
-        "blocks": np.log(np.clip(_blocks(img / e), 0, None) + 1e-6),
+        "blocks": libm.log(np.clip(_blocks(img / e), 0, None) + 1e-6),
     }
 
 
@@ -189,14 +191,14 @@ def duplicate_scores(images: dict[str, np.ndarray], stated: dict[str, dict],
     against their own stated conditions (a half when there is no such image or neither has any).
     """
     ids = sorted(images)
-    logs = {i: np.log(np.clip(images[i] / images[i].sum(), 0, None) + 1e-7) for i in ids}
+    logs = {i: libm.log(np.clip(images[i] / images[i].sum(), 0, None) + 1e-7) for i in ids}
     out = {}
     for i in ids:
         best, twin = 0.0, None
         for j in ids:
             if j == i or stated[j] == stated[i]:
                 continue
-            sim = float(np.exp(-np.sqrt(np.mean((logs[i] - logs[j]) ** 2)) / 0.05))
+            sim = float(math.exp(-math.sqrt(np.mean((logs[i] - logs[j]) ** 2)) / 0.05))
             if sim > best:
                 best, twin = sim, j
         share = 0.5

@@ -40,11 +40,12 @@ needs nuisances outside tolerance; its original does not). For an image the nuis
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from icl import linalg
+from icl import libm, linalg
 from icl.forensics.baseline import duplicate_scores, squash
 from icl.forensics.generate import NOISE_SIGMA, TOLERANCES, _fold, _with, render_scene
 from icl.optics.model import decentre_shift_arcmin
@@ -68,7 +69,7 @@ def nuisance_scene(stated: dict[str, Any], u: np.ndarray) -> dict[str, Any]:
     t = TOLERANCES
     p, icl = stated["pupil"], stated["pupil"]["icl"]
     cyl = t["cylinder_d"] * float(np.hypot(u[2], u[3]))
-    axis = float(np.degrees(0.5 * np.arctan2(u[3], u[2]))) % 180.0
+    axis = math.degrees(0.5 * math.atan2(float(u[3]), float(u[2]))) % 180.0
     return _with(stated, **{
         "pupil.diameter_mm": p["diameter_mm"] * (1 + t["pupil_diameter_relative"] * u[0]),
         "pupil.eye_excess_d": p["eye_excess_d"] + t["defocus_d"] * u[1],
@@ -97,7 +98,7 @@ def excess(u: np.ndarray, flux: float, stated_flux: float) -> float:
 
 def anomaly(fit: dict[str, Any]) -> float:
     """Misfit beyond noise, on a log scale, plus nuisances outside the tolerances."""
-    return float(np.log10(max(fit["chi2"], 1.0)) + 2.0 * fit["excess"])
+    return float(math.log10(max(fit["chi2"], 1.0)) + 2.0 * fit["excess"])
 
 
 def _centroid(img: np.ndarray, pitch_arcsec: float) -> np.ndarray:
@@ -236,8 +237,6 @@ def probes(img: np.ndarray, stated: dict[str, Any], fit: dict[str, Any]) -> dict
 
     Costs 11 renders.
     """
-    from scipy.ndimage import gaussian_filter
-
     u, f = np.asarray(fit["u"], dtype=float), fit["flux"]
     scene = nuisance_scene(stated, u)
     n = img.shape[0]
@@ -263,7 +262,7 @@ def probes(img: np.ndarray, stated: dict[str, Any], fit: dict[str, Any]) -> dict
             return 0.0
         return float(np.clip((chi_j - chi2(np.column_stack([jac, t]))) / (chi_j - 1.0), 0.0, 1.0))
 
-    out = {"energy": max(explained(gaussian_filter(model, s, mode="constant") - model)
+    out = {"energy": max(explained(libm.gaussian_filter(model, s, mode="constant") - model)
                          for s in PROBE_BLUR_PX)}
     big = max(PROBE_FOLD_PX)
     wide = f * render_scene(_with(scene, **{"detector.n": n + 2 * big}))

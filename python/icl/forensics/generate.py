@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.ndimage import gaussian_filter
 
+from icl import libm
 from icl.crosscheck import attach, crosscheck
-from icl.keys import ReleaseKey, write_key
+from icl.keys import KEY_FILE, ReleaseKey, write_key
 from icl.optics import Scene
 
 N_PIXELS = 128
@@ -165,7 +165,7 @@ def _ring_asset(stated: dict[str, Any], energy: float, width_arcmin: float = 0.1
     src = stated["sources"][0]
     axis = axis_arcmin()
     xx, yy = np.meshgrid(axis - src["x_arcmin"], axis - src["y_arcmin"])
-    ring = np.exp(-0.5 * ((np.hypot(xx, yy) - ASSET_RADIUS_ARCMIN) / width_arcmin) ** 2)
+    ring = libm.exp(-0.5 * ((np.hypot(xx, yy) - ASSET_RADIUS_ARCMIN) / width_arcmin) ** 2)
     return energy * ring / ring.sum()
 
 
@@ -190,7 +190,7 @@ def forge_nh(kind: str, stated: dict[str, Any], rng: np.random.Generator) -> tup
     if kind == "bloom":
         a, sigma = float(rng.uniform(0.005, 0.02)), float(rng.uniform(1.5, 4.0))
         img = physical(stated, rng)
-        return (1 - a) * img + a * gaussian_filter(img, sigma, mode="constant"), {"mix": a, "sigma_px": sigma}
+        return (1 - a) * img + a * libm.gaussian_filter(img, sigma, mode="constant"), {"mix": a, "sigma_px": sigma}
     if kind == "asset":
         d = stated["pupil"]["diameter_mm"]
         share = float(rng.uniform(0.1, 0.3))  # of the light a clear hole would scatter
@@ -410,6 +410,8 @@ def write_release(
         key = ReleaseKey.new() if seed is None else ReleaseKey.from_seed(seed)
     elif seed is not None:
         raise ValueError("give a seed or a key, not both")
+    (out / "manifest.json").unlink(missing_ok=True)  # a failed build leaves nothing that looks like a release
+    write_key(out, key)  # first (mode 0600), so that a build that fails can be reproduced
     entries = build(key, progress, counts, scheduler, workers)
     axis = axis_arcmin()
     labels = {}
@@ -450,6 +452,6 @@ def write_release(
             "noise_sigma_per_pixel": NOISE_SIGMA,
             "tolerances": TOLERANCES,
         },
+        exclude=(KEY_FILE,),  # its hash would confirm a guessed key
     )
-    write_key(out, key)  # after the manifest: its file hashes hold no key-confirmation value
     return manifest

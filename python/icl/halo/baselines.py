@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from icl import libm
 from icl.errors import InputError
 from icl.halo.cases import halo_scene
 from icl.halo.geometry import wicks_arcmin
@@ -97,7 +98,7 @@ def fixed_circle(scene: Scene) -> np.ndarray:
     for k in range(len(scene.sources)):
         x, y = _geometric_wick(scene, k)
         r = np.hypot(axis[None, :] - x, axis[:, None] - y)
-        dens = core_norm * np.exp(-0.5 * (r / sc) ** 2) + ring_norm * np.exp(-0.5 * ((r - rr) / sr) ** 2)
+        dens = core_norm * libm.exp(-0.5 * (r / sc) ** 2) + ring_norm * libm.exp(-0.5 * ((r - rr) / sr) ** 2)
         out[k] = dens * area
     return out
 

@@ -26,7 +26,7 @@ from icl.halo.readme import PUBLIC_EXTRAS, public_readme
 from icl.halo.ring import measure_ring, polar_grid, polar_profile, wick_centre
 from icl.halo.variants import TEST_VARIANTS, build_test_split
 from icl.io import atomic_write_bytes, dumps_json, write_json, write_manifest, write_npz
-from icl.keys import ReleaseKey, write_key
+from icl.keys import KEY_FILE, ReleaseKey, write_key
 from icl.optics import RenderResult, render
 
 RELEASE_FORMAT = "icl-halo-release/1"
@@ -389,6 +389,8 @@ def generate(
     elif seed is not None:
         raise ValueError("give a seed or a key, not both")
     out = Path(output)
+    (out / "manifest.json").unlink(missing_ok=True)  # a failed build leaves nothing that looks like a release
+    write_key(out, key)  # first (mode 0600), so that a build that fails can be reproduced
     cases, research = load_cases(cases_directory)
     test = build_test_split(cases, key, test_variants)
     splits = {"dev": cases, "test": test} if test else {"dev": cases}
@@ -432,7 +434,6 @@ def generate(
         atomic_write_bytes(out / "public" / "README.md", readme.encode("utf-8"))
         for name in PUBLIC_EXTRAS:
             atomic_write_bytes(out / "public" / name, (halo_dir() / name).read_bytes())
-        write_key(out, key)
         if gallery:
             if drawer:
                 figures = [f.result() for f in drawing]
@@ -466,4 +467,5 @@ def generate(
             "splits": manifest_splits,
             **key.manifest_fields(),
         },
+        exclude=(KEY_FILE,),  # its hash would confirm a guessed key
     )

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from scipy.ndimage import map_coordinates
 
-from icl import linalg
+from icl import libm, linalg
 from icl.halo.cases import FIRST_DARK, SECOND_DARK
 
 # Registered detection rule (docs/halo.md): the ring's annular-mean peak must stand above the lower
@@ -309,7 +309,7 @@ def _ring_centre(img, r, dx, dy, centre, radius, half) -> list[float] | None:
     """
     sel = np.abs(r - radius) <= half
     rr, vv = r[sel], img[sel]
-    ang = np.mod(np.arctan2(dy[sel], dx[sel]), 2 * math.pi)
+    ang = np.mod(libm.arctan2(dy[sel], dx[sel]), 2 * math.pi)
     sector = np.floor(ang / (2 * math.pi / SECTORS)).astype(int)
     points = []
     for s in range(SECTORS):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icl import libm
 from icl._core_loader import core
 from icl.optics.model import ARCSEC
 from icl.optics.render import PupilModel, psf_samples
@@ -40,7 +41,7 @@ def analytic_mtf(v: np.ndarray) -> np.ndarray:
     ``(2/pi) (acos v - v sqrt(1 - v^2))`` for ``v = f / fc`` in [0, 1], 0 beyond; ``fc = D / lambda``.
     """
     v = np.clip(np.abs(np.asarray(v, dtype=float)), 0.0, 1.0)
-    return (2.0 / np.pi) * (np.arccos(v) - v * np.sqrt(1.0 - v * v))
+    return (2.0 / np.pi) * (libm.arccos(v) - v * np.sqrt(1.0 - v * v))
 
 
 def cutoff_cpd(diameter_mm: float, wavelength_nm: float) -> float:

@@ -7,6 +7,7 @@ seeded generator only to exercise the formats, source attribution, exclusions an
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ def _stimulus(cond: str, eye: str, pid: str) -> dict[str, Any]:
         "ambient_lux": lux,
         "adaptation_min": 10.0,
         "source_distance_m": 5.0,
-        "source_diameter_mm": round(5000.0 * np.tan(np.deg2rad(size_deg)), 3),
+        "source_diameter_mm": round(5000.0 * math.tan(math.radians(size_deg)), 3),
         "viewing_eye": eye,
         "postop_days": 90,
         "optical_state_id": f"FICTIONAL-{pid}-{eye}",

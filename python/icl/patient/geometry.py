@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from icl import libm
+
 FRAME_DEG = 15.0  # half-width of the fixed scoring frame on each axis
 CURVE_POINTS = 128  # samples per curve for the Chamfer distance and the ellipse polyline
 RASTER_DEFAULT = 256
@@ -299,7 +301,7 @@ def distance_to_curve(
         radial = np.abs(np.hypot(dx, dy) - feat["rx_deg"])
         if kind == "circle" or feat["sweep_deg"] >= 360:
             return radial
-        rel = np.mod(np.rad2deg(np.arctan2(dy, dx)) - feat["start_deg"], 360.0)
+        rel = np.mod(np.rad2deg(libm.arctan2(dy, dx)) - feat["start_deg"], 360.0)
         ends = curve_samples(feat, 2)
         to_end = np.minimum(
             np.hypot(px - ends[0, 0], py - ends[0, 1]), np.hypot(px - ends[1, 0], py - ends[1, 1])

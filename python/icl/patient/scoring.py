@@ -8,6 +8,7 @@ brightness, geometry errors, repeat-to-repeat agreement) is reported beside the 
 
 from __future__ import annotations
 
+import math
 import hashlib
 import json
 from collections import Counter, defaultdict
@@ -196,7 +197,7 @@ def _pair_details(p: Mapping[str, Any], r: Mapping[str, Any], iou: float, masks:
         "source_id": r["source_id"],
         "iou": iou,
         "chamfer_deg": d,
-        "c": float(np.exp(-d / DISTANCE_SCALE_DEG)),
+        "c": math.exp(-d / DISTANCE_SCALE_DEG),
         "width_error_deg": p["width_deg"] - r["width_deg"],
         "centre_error_deg": None,
         "rx_error_deg": None,

@@ -30,9 +30,11 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
+from icl import libm
 from icl.crosscheck import attach, crosscheck_images, smallest_tolerance, with_true_values
 from icl.io import write_json, write_manifest, write_npz
-from icl.keys import ReleaseKey, write_key
+from icl.keys import KEY_FILE, ReleaseKey, write_key
+from icl.optics.model import ARCSEC
 from icl.pro import noise
 from icl.pro import references as ref
 from icl.pro.catalog import Catalog, default_path, load_catalog
@@ -41,7 +43,14 @@ from icl.pro.splits import SPLITS, check_leakage, pools
 
 N_EYES = {"train": 4, "dev": 4, "test": 8, "ood": 3}
 N_FAMILIES = {"train": 2, "dev": 2, "test": 4, "ood": 2}
-DET_N, DET_PITCH = 128, 6.0  # small detector: +-6.4 arcmin, Nyquist for pupils up to ~7 mm at 450 nm
+# Detector: 128 pixels of 6 arcsec (+-6.4 arcmin) unless an instance's pupil needs finer pixels (detector_grid).
+DET_N, DET_PITCH = 128, 6.0
+REDRAWS = 3  # redraw streams per instance (_build)
+DET_PITCHES = (6.0, 5.0, 4.5, 4.0)  # arcsec, coarsest first
+# The pixel-integration filter exists up to about 0.42 cycles per pixel of intensity band (pitch D / lambda);
+# instances stay at or below 0.40, at the shortest wavelength any template uses, with the pupil grown by the
+# largest change a template makes to it (E04: +1 mm).
+DET_MAX_BAND, DET_LAMBDA_NM, DET_PUPIL_MARGIN_MM = 0.40, 450.0, 1.0
 NAVARRO = "Escudero-Sanz & Navarro (1999) schematic eye"
 LENS_SPHERICAL = ("; spherical: the schematic eye's crystalline-lens asphericities (conic -0.94 front, +0.96 "
                   "back) are dropped")
@@ -70,6 +79,20 @@ def base_eye(eid: str, key: ReleaseKey, ood: bool) -> dict[str, float]:
     e["refraction"] = ref.ocular_refraction_d(eye_surfaces(e), e["axial_length"])
     e["power"] = ref.equivalent_power_d(eye_surfaces(e))
     return e
+
+
+def detector_grid(pupil_mm: float) -> tuple[int, float]:
+    """Pixels and pitch (arcsec) of an instance's detector: the coarsest pitch of :data:`DET_PITCHES` whose
+    intensity band stays within :data:`DET_MAX_BAND` for the instance's pupil plus the margin, and as many
+    pixels as keep the default field (768 arcsec) or just more (an even count).
+
+    Every case of an instance shares it, so images of one instance can be compared pixel by pixel.
+    """
+    d = (pupil_mm + DET_PUPIL_MARGIN_MM) * 1e-3
+    for pitch in DET_PITCHES:
+        if pitch * ARCSEC * d / (DET_LAMBDA_NM * 1e-9) <= DET_MAX_BAND:
+            return 2 * math.ceil(DET_N * DET_PITCH / (2 * pitch)), pitch
+    raise ValueError(f"no detector pitch in {DET_PITCHES} arcsec samples a {pupil_mm} mm pupil at {DET_LAMBDA_NM} nm")
 
 
 def eye_surfaces(e: dict) -> list[ref.Surface]:
@@ -184,8 +207,9 @@ def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=
          "flux": param(1.0, "source flux", "task"), "spectrum": param(spec, "[nm, weight]", "task"),
          "extent": {"kind": "point"}}
         for sid, x, y, spec in (sources or [("L1", 0.0, 0.0, [[550.0, 1.0]])])]}
-    det = {"format": "icl-pro-detector/1", "n": param(DET_N, "pixels", "task"),
-           "pitch_arcsec": param(DET_PITCH, "arcsec", "task")}
+    n, pitch = detector_grid(e["pupil_diameter"])
+    det = {"format": "icl-pro-detector/1", "n": param(n, "pixels", "task"),
+           "pitch_arcsec": param(pitch, "arcsec", "task")}
     pkg = {"eye": eye, "implant": imp, "illumination": ill, "detector": det}
     for dotted in unknown:
         fname, name = dotted.split(".", 1)
@@ -204,6 +228,7 @@ class Built:
     public_npz: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     engines: dict[str, str] = field(default_factory=dict)  # case -> engine of its reference PSF
     noise: dict[str, dict] = field(default_factory=dict)  # parameter -> true and stated value (icl.pro.noise)
+    redraws: list[dict[str, str]] = field(default_factory=list)  # draws that failed before this one (_build)
 
 
 @dataclass
@@ -1072,18 +1097,16 @@ def f04(c: Ctx) -> Built:
 
 
 def f05(c: Ctx) -> Built:
-    from scipy.ndimage import gaussian_filter
-
     b = Built()
     p = c.pkg()
     raw, _, axis = _render(b, "base", p)
     big = scene_from_package(p)
-    big["detector"]["n"] = 2 * DET_N
+    n = big["detector"]["n"]
+    big["detector"]["n"] = 2 * n
     wide, _, _ = ref.render_psf(big)
-    n = DET_N
     wrap = wide.reshape(2, n, 2, n).sum(axis=(0, 2))  # periodic copies folded back onto the window
     wrap = np.roll(wrap, (n // 2, n // 2), axis=(0, 1))
-    bloom = raw + 0.2 * gaussian_filter(raw, 6.0)
+    bloom = raw + 0.2 * libm.gaussian_filter(raw, 6.0)
     wrong, _, _ = ref.render_psf(scene_from_package(c.pkg(hole_model="black")))
     imgs = {"raw_psf": raw, "bloom": bloom, "fft_wraparound": wrap, "wrong_hole_model": wrong}
     order = list(imgs)
@@ -1138,22 +1161,50 @@ def plan(catalog: Catalog, per_template: int, key: ReleaseKey) -> list[dict]:
             records.append({"id": iid, "template": tpl.id, "split": split,
                             "base_eye": str(rng.choice(pool[split]["base_eye"])),
                             "design_family": str(rng.choice(pool[split]["design_family"])),
-                            "stream": key.seed_sequence("pro", "instance", tpl.id, k).entropy})
+                            "stream": key.seed_sequence("pro", "instance", tpl.id, k).entropy,
+                            "redraws": [key.seed_sequence("pro", "instance", tpl.id, k, "redraw", j).entropy
+                                        for j in range(1, REDRAWS + 1)]})
             if split in noise.NOISY_SPLITS and tpl.id not in noise.EXACT_TEMPLATES:  # measured inputs, budgets
                 records[-1].update(noise=noise.streams(key, iid), checks=[[ch.id, ch.kind, ch.tolerance, ch.relative]
                                                                           for ch in tpl.auto_checks])
     return records
 
 
+class InstanceBuildError(RuntimeError):
+    """An instance that no draw of its builder could build; the message names where and why."""
+
+
 def _build(task: tuple[dict, dict, dict]) -> Built:
-    """Build one instance from its record, base eye and fitted design family (a picklable task)."""
+    """Build one instance from its record, base eye and fitted design family (a picklable task).
+
+    A draw whose build fails (a sampling the engines refuse, a solve without a root) is replaced by the
+    next redraw stream of the instance (``pro/instance/<template>/<k>/redraw/<j>``), and the failures are
+    recorded with the reference; when every draw fails, the error names template, instance, split, base
+    eye, design family and each draw's reason.
+    """
     rec, e, f = task
 
-    def build(e: dict, f: dict) -> Built:
-        ctx = Ctx(np.random.default_rng(rec["stream"]), e, f, rec["base_eye"], rec["design_family"], rec["split"] == "ood")
-        return BUILDERS[rec["template"]](ctx)
+    def build(stream: int) -> Built:
+        def one(e: dict, f: dict) -> Built:
+            ctx = Ctx(np.random.default_rng(stream), e, f, rec["base_eye"], rec["design_family"], rec["split"] == "ood")
+            return BUILDERS[rec["template"]](ctx)
 
-    return noise.measured(rec, e, f, build) if "noise" in rec else build(e, f)
+        return noise.measured(rec, e, f, one) if "noise" in rec else one(e, f)
+
+    failures: list[dict[str, str]] = []
+    for j, stream in enumerate([rec["stream"], *rec["redraws"]]):
+        name = "draw" if j == 0 else f"redraw {j}"
+        try:
+            b = build(stream)
+        except Exception as exc:  # any failure of one draw; the next draw or the named error follows
+            failures.append({"draw": name, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        b.redraws = failures
+        return b
+    reasons = "; ".join(f"{x['draw']}: {x['error']}" for x in failures)
+    raise InstanceBuildError(
+        f"template {rec['template']}, instance {rec['id']}, split {rec['split']} (base eye {rec['base_eye']}, "
+        f"design family {rec['design_family']}): no draw builds: {reasons}")
 
 
 def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
@@ -1180,6 +1231,7 @@ def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
     t0 = time.perf_counter()
     catalog = load_catalog(catalog_path)
     out = Path(output)
+    (out / "manifest.json").unlink(missing_ok=True)  # a failed build leaves nothing that looks like a release
     for sub in ("inputs", "private"):
         if (out / sub).exists():
             shutil.rmtree(out / sub)
@@ -1187,6 +1239,7 @@ def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
         key = ReleaseKey.new() if seed is None else ReleaseKey.from_seed(seed)
     elif seed is not None:
         raise ValueError("give a seed or a key, not both")
+    write_key(out, key)  # first (mode 0600), so that a build that fails can be reproduced
     only = catalog.select(only)  # unknown ids and an empty selection are refused, listing the valid ids
     records = [r for r in plan(catalog, per_template, key) if only is None or r["template"] in only]
     groups = check_leakage(records)
@@ -1211,9 +1264,9 @@ def generate(output: str | Path, per_template: int = 8, seed: int | None = None,
     shutil.copyfile(default_path() if catalog_path is None else catalog_path, out / "catalog.json")
     (out / "README.md").write_text(README, encoding="utf-8")
     counts = {s: sum(1 for r in records if r["split"] == s) for s in SPLITS}
+    # The manifest hashes every file but the key: its hashes hold no key-confirmation value.
     write_manifest(out, {"kind": "icl-pro-release", **key.manifest_fields(), "per_template": per_template,
-                         "instances": counts, "reference_engine": ref.ENGINE})
-    write_key(out, key)  # after the manifest: its file hashes hold no key-confirmation value
+                         "instances": counts, "reference_engine": ref.ENGINE}, exclude=(KEY_FILE,))
     return {"instances": counts, "groups": groups, "seconds": time.perf_counter() - t0}
 
 
@@ -1238,7 +1291,7 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
     engine = " + ".join(engines) if engines else "icl.pro.references (closed form / paraxial trace)"
     doc = {"instance": rec["id"], "template": tpl.id, "split": rec["split"], "base_eye": rec["base_eye"],
            "design_family": rec["design_family"], "engine": engine, "case_engines": b.engines, "checks": b.refs,
-           **({"measurement_noise": b.noise} if b.noise else {})}
+           **({"measurement_noise": b.noise} if b.noise else {}), **({"redraws": b.redraws} if b.redraws else {})}
     tol = smallest_tolerance(tpl.auto_checks)
     # The reference PSFs come from the true values of noisy inputs; so does their cross-check. Thick-eye
     # cases (C05, D02) go through the thick second path (icl.eye.far_field), thin ones through icl.optics.mft.
@@ -1250,8 +1303,10 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
     attach(doc, crosscheck_images(scenes, b.psf, {"full_l1": tol} if tol else {},
                                   "no second solver follows this case's engine"))
     write_json(out / "private" / "references" / f"{rec['id']}.json", doc)
-    axis = (np.arange(DET_N) - (DET_N - 1) / 2.0) * DET_PITCH / 60.0
     for case, img in b.psf.items():
+        det = b.cases[case]["detector"]
+        n, pitch = det["n"]["value"], det["pitch_arcsec"]["value"]
+        axis = (np.arange(n) - (n - 1) / 2.0) * pitch / 60.0
         write_npz(out / "private" / "psf" / rec["id"] / f"{case}.npz", psf=img, x_arcmin=axis, y_arcmin=axis)
 
 

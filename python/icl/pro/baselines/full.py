@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from icl import libm
 from icl.io import load_json, load_npz, write_json
 from icl.pro import references as ref
 from icl.pro.baselines.runner import energy_ledger
@@ -535,7 +536,7 @@ def _e02_fit(t: Instance, p: dict, k: float, minimize_scalar) -> tuple[float, fl
         q["implant"]["thin_power"]["value"] = res - k
         q["implant"]["hole_diameter"]["value"] = hole
         lam = np.maximum(ref.render_psf(scene_from_package(q))[0] * photons, 1e-9)
-        return float((lam - counts * np.log(lam)).sum())
+        return float((lam - counts * libm.log(lam)).sum())
 
     best = None
     grid = np.arange(0.2, 0.501, 0.02)  # the hole's likelihood is not unimodal enough for a local search
