@@ -26,7 +26,7 @@ def key_for(i: int):
     """The i-th key of the check (a secret key, not a rebuildable development key)."""
     from icl.keys import ReleaseKey
 
-    return ReleaseKey(hashlib.sha256(f"icl-bench many-keys/{i}".encode()).digest())
+    return ReleaseKey(hashlib.sha256(f"icl-bench many-keys/{i}".encode()).digest(), rebuildable=False)
 
 
 def build(out: Path, per_template: int, workers: int, key=None, seed: int | None = None) -> dict:

@@ -46,6 +46,7 @@ N_FAMILIES = {"train": 2, "dev": 2, "test": 4, "ood": 2}
 # Detector: 128 pixels of 6 arcsec (+-6.4 arcmin) unless an instance's pupil needs finer pixels (detector_grid).
 DET_N, DET_PITCH = 128, 6.0
 REDRAWS = 3  # redraw streams per instance (_build)
+PUPIL_RANGE = {False: (2.6, 4.0), True: (5.5, 6.5)}  # base eyes' pupil diameters (mm): in distribution, OOD
 DET_PITCHES = (6.0, 5.0, 4.5, 4.0)  # arcsec, coarsest first
 # The pixel-integration filter exists up to about 0.42 cycles per pixel of intensity band (pitch D / lambda);
 # instances stay at or below 0.40, at the shortest wavelength any template uses, with the pupil grown by the
@@ -72,9 +73,11 @@ def base_eye(eid: str, key: ReleaseKey, ood: bool) -> dict[str, float]:
          "anterior_chamber_depth": 3.6 + rng.uniform(-0.35, 0.35) - (0.5 if ood else 0.0),
          "lens_anterior_radius": 10.2 + rng.uniform(-0.6, 0.6), "lens_thickness": 4.0 + rng.uniform(-0.25, 0.25),
          "lens_posterior_radius": -6.0 + rng.uniform(-0.3, 0.3), "lens_index": 1.42, "vitreous_index": 1.336,
-         "pupil_diameter": (rng.uniform(5.5, 6.5) if ood else rng.uniform(2.6, 4.0)),
+         "pupil_diameter": rng.uniform(*PUPIL_RANGE[ood]),
          "target_refraction": (rng.uniform(-17.0, -14.0) if ood else rng.uniform(-12.0, -5.0))}
     e["cornea_posterior_radius"] = 6.5 * e["cornea_anterior_radius"] / 7.72
+    # The detector serves the widest pupil of the split, so no measured pupil (icl.pro.noise) changes the grid.
+    e["detector_pupil_mm"] = PUPIL_RANGE[ood][1]
     e["axial_length"] = brentq(lambda al: ref.ocular_refraction_d(eye_surfaces(e), al) - e["target_refraction"], 18.0, 40.0)
     e["refraction"] = ref.ocular_refraction_d(eye_surfaces(e), e["axial_length"])
     e["power"] = ref.equivalent_power_d(eye_surfaces(e))
@@ -86,7 +89,8 @@ def detector_grid(pupil_mm: float) -> tuple[int, float]:
     intensity band stays within :data:`DET_MAX_BAND` for the instance's pupil plus the margin, and as many
     pixels as keep the default field (768 arcsec) or just more (an even count).
 
-    Every case of an instance shares it, so images of one instance can be compared pixel by pixel.
+    Every case of an instance shares it (:func:`make_package` passes the widest pupil of the instance's split),
+    so images of one instance, and of its noisy re-builds, can be compared pixel by pixel.
     """
     d = (pupil_mm + DET_PUPIL_MARGIN_MM) * 1e-3
     for pitch in DET_PITCHES:
@@ -207,7 +211,7 @@ def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=
          "flux": param(1.0, "source flux", "task"), "spectrum": param(spec, "[nm, weight]", "task"),
          "extent": {"kind": "point"}}
         for sid, x, y, spec in (sources or [("L1", 0.0, 0.0, [[550.0, 1.0]])])]}
-    n, pitch = detector_grid(e["pupil_diameter"])
+    n, pitch = detector_grid(e["detector_pupil_mm"])
     det = {"format": "icl-pro-detector/1", "n": param(n, "pixels", "task"),
            "pitch_arcsec": param(pitch, "arcsec", "task")}
     pkg = {"eye": eye, "implant": imp, "illumination": ill, "detector": det}
