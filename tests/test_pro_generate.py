@@ -257,3 +257,22 @@ def test_ood_structures_never_appear_in_train_or_dev(release):
             assert imp["optic_zone_diameter"]["value"] > 4.9 and (hole is None or hole < 0.5), cdir
     for cdir in release.glob("inputs/ood/*/cases/*"):
         assert load_json(cdir / "eye.json")["thin_eye_excess"]["value"] >= 13.5, cdir
+
+
+def test_every_task_states_its_model(release):
+    # Ten templates (D03, D04, D06, E02, E03, E05, E06, F01, F03, F05) used to lose the model block when the
+    # builder replaced the task after rendering; the thin model states the optic's phase over the hole.
+    from icl.io import load_json
+    from icl.pro.generate import THICK_MODEL, THIN_MODEL
+
+    seen = set()
+    for p in sorted(release.glob("inputs/*/*/task.json")):
+        task = load_json(p)
+        model = task.get("model")
+        assert model, p
+        assert model.get("engine") in (THIN_MODEL["engine"], THICK_MODEL["engine"]), p
+        assert "visual_frame" in model, p
+        if model["engine"] == THIN_MODEL["engine"]:
+            assert "piston" in model["optic_phase"], p
+        seen.add(task["template"])
+    assert len(seen) == 36
