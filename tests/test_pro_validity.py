@@ -115,7 +115,8 @@ def test_missing_model_fails_a04_and_g5(fast, tmp_path):
     r = score_run(rel, run, "test", run_ok=True)
     a04 = [c for c in r["checks"] if c["check"] == "A04.2"]
     assert a04 and all(c["score"] == 0.0 and "model/eye.json missing" in c["reason"] for c in a04)
-    assert r["gates"]["G5"]["pass"] is False and "model/eye.json" in r["gates"]["G5"]["reason"]
+    # No model is no evidence: G5 is not assessed (and so not passed), naming the file.
+    assert r["gates"]["G5"]["pass"] is None and "model/eye.json" in r["gates"]["G5"]["reason"]
 
 
 def test_second_methods_must_differ_and_agree(fast, tmp_path):

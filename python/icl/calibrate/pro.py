@@ -16,7 +16,7 @@ import numpy as np
 from icl.calibrate.core import Table
 
 ORDER = ("full-model", "knowledge-qa", "ignores_hole", "geometric", "hand_halo", "gaussian", "constant")
-ROLES = {"full-model": "ceiling", "constant": "floor"}
+ROLES = {"full-model": "ceiling", "constant": "floor", "placeholder": "adversarial (no physics)"}
 #: Report line of the references left out of the ranking.
 NOT_RANKED = (
     "not ranked (left out of every baseline's score alike; a template with no ranked reference leaves "

@@ -31,6 +31,13 @@ PSF_BYTES = 64 << 20
 
 
 ROUND_OFF = 1e-9  # relative L1 below which two PSFs are one computation
+# Half credit is "partly right": an interval or a mean coverage width at most WIDE times the allowed one
+# (as _grade gives 0.5 up to three tolerances); wider answers say nothing and earn nothing.
+WIDE = 3.0
+# A second method or a rotation shows something only about a PSF that is right: the psf checks' tolerance.
+PSF_TOLERANCE = 0.02
+# Gate G5 audits an eye model: at least this many parameters, each with a source and a status.
+MIN_MODEL_PARAMETERS = 8
 
 
 def model_eye(run_root: Path) -> dict | None:
@@ -165,6 +172,7 @@ class InstanceScorer:
             inc, rec = vals["incident"], recorded(vals)
             if inc <= 0:
                 raise _Fail(f"{case}: no incident light")
+            self.flags["energy_evidence"] = True
             if rec > inc - vals["blocked"] + 1e-6 or abs(vals["numerical_residual"]) > 1e-3:
                 self.flags["energy_gain"] = True
                 raise _Fail(f"{case}: unexplained energy gain or residual")
@@ -228,8 +236,9 @@ class InstanceScorer:
         if not isinstance(got, list) or not all(isinstance(x, str) for x in got):
             raise _Fail("expected a list of names")
         a, b = set(got), set(r["value"])
-        j = len(a & b) / len(a | b) if a | b else 1.0
-        return (1.0 if a == b else 0.5 if j >= 0.5 else 0.0), f"Jaccard {j:.3g}"
+        extra, missed = len(a - b), len(b - a)
+        # Partly right is one item wrong: an over-inclusive answer (the whole vocabulary) earns nothing.
+        return (1.0 if a == b else 0.5 if extra + missed <= 1 else 0.0), f"{extra} extra, {missed} missed"
 
     def k_choice(self, ch: Check, r: dict) -> tuple[float, str]:
         got = self.metric(r["case"], ch.key)
@@ -245,14 +254,16 @@ class InstanceScorer:
         lo, hi = self._interval(r["case"], ch.key)
         if not lo <= r["truth"] <= hi:
             return 0.0, f"[{lo:.4g}, {hi:.4g}] misses the truth"
-        return (1.0 if hi - lo <= r["max_width"] else 0.5), f"width {hi - lo:.4g} (allowed {r['max_width']:g})"
+        # An interval wider than WIDE times the allowed width says nothing: it earns nothing.
+        w, allowed = hi - lo, r["max_width"]
+        return (1.0 if w <= allowed else 0.5 if w <= WIDE * allowed else 0.0), f"width {w:.4g} (allowed {allowed:g})"
 
     def k_interval_bounds(self, ch: Check, r: dict) -> tuple[float, str]:
         lo, hi = self._interval(r["case"], ch.key)
         if not lo <= r["truth"] <= hi:
             return 0.0, "interval misses the true value"
         err = max(abs(lo - r["value"][0]), abs(hi - r["value"][1]))
-        return (1.0 if err <= ch.tolerance else 0.5), f"end error {err:.4g}"
+        return _grade(err, ch.tolerance), f"end error {err:.4g}"
 
     def k_pair(self, ch: Check, r: dict) -> tuple[float, str]:
         ok, notes = 0, []
@@ -287,6 +298,9 @@ class InstanceScorer:
         moved = float(np.abs(a - b).sum() / max(np.abs(b).sum(), 1e-300))
         if moved_ref > 3 * ch.tolerance and moved < moved_ref / 2:
             return 0.0, f"the PSF changes by {moved:.3g} under the rotation, the reference by {moved_ref:.3g}"
+        bad = self._psf_off(r["base"], a)
+        if bad:
+            return 0.0, bad
         return _grade(d, ch.tolerance), f"rotated mismatch {d:.3g}"
 
     def k_solutions(self, ch: Check, r: dict) -> tuple[float, str]:
@@ -334,8 +348,8 @@ class InstanceScorer:
             hits += lo <= t <= hi
             widths.append(hi - lo)
         mw = float(np.mean(widths))
-        n = len(ivs)
-        score = 1.0 if hits >= n - 1 and mw <= r["max_mean_width"] else (0.5 if hits >= n - 2 else 0.0)
+        n, allowed = len(ivs), r["max_mean_width"]
+        score = 1.0 if hits >= n - 1 and mw <= allowed else (0.5 if hits >= n - 2 and mw <= WIDE * allowed else 0.0)
         return score, f"coverage {hits}/{n}, mean width {mw:.3g}"
 
     def k_convergence(self, ch: Check, r: dict) -> tuple[float, str]:
@@ -348,8 +362,8 @@ class InstanceScorer:
             if not isinstance(s, dict) or s.get("kind") != "convergence" or s.get("metric") != ch.key:
                 continue
             vals = self._numbers(s.get("values"), None)
-            if vals.size < 3:
-                continue
+            if vals.size < 3 or np.ptp(vals) <= 1e-12 * max(float(np.abs(vals).max()), 1e-300):
+                continue  # a constant series is no study: no computation changed with the sampling
             if "conclusions" in s and isinstance(s["conclusions"], list) and len(set(map(str, s["conclusions"]))) > 1:
                 self.flags["conclusion_flips"] = True
             if abs(vals[-1] - vals[-2]) > ch.tolerance / 3:
@@ -374,7 +388,21 @@ class InstanceScorer:
         d = float(np.abs(a - b).sum() / max(np.abs(b).sum(), 1e-300))
         if d <= ROUND_OFF:
             return 0.0, f"{s1} vs {s2}: {d:.3g}, within round-off: one computation, not two"
+        bad = self._psf_off(case, a)
+        if bad:
+            return 0.0, bad
         return _grade(d, tol), f"{s1} vs {s2}: {d:.3g}"
+
+    def _psf_off(self, case: str, a: np.ndarray) -> str | None:
+        """Why ``a`` fails the PSF tolerance against the case's reference PSF, or None: two methods that agree
+        on a wrong PSF (or a PSF that rotates like the reference's but is not it) have shown nothing.
+        """
+        ref_path = self.release / "private" / "psf" / self.iid / f"{case}.npz"
+        if not ref_path.is_file():
+            return None
+        b = self.ref_psf(case)
+        err = float(np.abs(a - b).sum() / max(np.abs(b).sum(), 1e-300))
+        return None if err <= PSF_TOLERANCE else f"{case}: the PSF is {err:.3g} from the reference (> {PSF_TOLERANCE})"
 
     def k_repeat(self, ch: Check, r: dict) -> tuple[float, str]:
         return self._second_method(r["case"], "psf_linear", "psf_repeat", ch.tolerance)
@@ -391,6 +419,10 @@ class InstanceScorer:
         if model is None:
             self.flags["no_model"] = True
             raise _Fail("model/eye.json missing: no provenance to audit")
+        sourced = _sourced(model)
+        if len(sourced) < MIN_MODEL_PARAMETERS:
+            return 0.0, (f"model/eye.json has {len(sourced)} parameters with a source and a status "
+                         f"(at least {MIN_MODEL_PARAMETERS}): too little to audit")
         params = model_parameters(model)
         bad = []
         for dotted in r["guarded"]:
@@ -629,8 +661,14 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
                 vals.append(s)
         for k, v in sc.flags.items():
             flags[(row["template"], k)] |= bool(v)
-        if refused is None and sc.results.is_dir() and model_eye(root) is None:
-            flags[(row["template"], "no_model")] = True
+        if refused is None and sc.results.is_dir():
+            model = model_eye(root)
+            if model is None:
+                flags[(row["template"], "no_model")] = True
+            elif len(_sourced(model)) < MIN_MODEL_PARAMETERS:
+                flags[(row["template"], "thin_model")] = True
+            else:
+                flags[(row["template"], "model_evidence")] = True
         inst_scores[row["id"]] = (row["template"], float(np.mean(vals)) if vals else 0.0,
                                   refused is None and sc.results.is_dir())
         clusters[row["id"]] = f"{row['base_eye']}|{row['design_family']}"
@@ -668,24 +706,47 @@ def aggregate(catalog: Catalog, inst_scores: dict[str, tuple], frozen: list[str]
             "missing_templates": sorted(k for k in templates if not per_t[k] and k not in frozen)}
 
 
+def _sourced(model: dict) -> list[str]:
+    """Parameters of an eye model that carry a non-empty source and a status."""
+    return [path for path, e in model_parameters(model)
+            if isinstance(e.get("source"), str) and e["source"].strip() and isinstance(e.get("status"), str)]
+
+
 def _gates(catalog: Catalog, checks: list[dict], flags: dict, g3: dict) -> dict:
-    def fail_if(cond: bool, why: str) -> dict:
-        return {"pass": not cond, "reason": why if cond else "no failure found"}
+    """Gates G1-G5 of one run. A gate is passed only on evidence of what it examines; without it the gate
+    is not assessed (``pass`` None, which keeps a submission out of the qualified group), never passed.
+    """
+    def any_flag(*kinds: str) -> bool:
+        return any(v and k in kinds for (_, k), v in flags.items())
+
+    def gate(evidence: bool, missing: str, failed: bool, why: str) -> dict:
+        if failed:
+            return {"pass": False, "reason": why}
+        if not evidence:
+            return {"pass": None, "reason": "not assessed: " + missing}
+        return {"pass": True, "reason": "no failure found"}
 
     a01 = [c for c in checks if c["check"] == "A01.1"]
-    g1 = not a01 or any(c["score"] == 0.0 for c in a01) or any(k == "anatomy" and v for (_, k), v in flags.items())
-    g2 = any(v and k in ("energy_gain", "disabled_mechanism") for (_, k), v in flags.items())
-    converged = any(v and k == "converged" for (_, k), v in flags.items())
-    flips = any(v and k in ("conclusion_flips", "sampling_flips") for (_, k), v in flags.items())
-    g5 = any(v and k == "fabricated" for (_, k), v in flags.items())
-    no_model = any(v and k == "no_model" for (_, k), v in flags.items())
-    return {"G1": fail_if(g1, "ICL placed as a lens replacement, behind the crystalline lens, or no anatomy answer"),
-            "G2": fail_if(g2, "unexplained energy gain, or a disabled mechanism keeps its effect"),
-            "G3": g3,
-            "G4": fail_if(not converged or flips, "; ".join(
-                ([] if converged else ["no convergence evidence"]) + (["a conclusion flips with sampling"] if flips else []))),
-            "G5": fail_if(g5 or no_model, "invented provenance for a parameter the inputs mark unknown or synthetic"
-                          if g5 else "model/eye.json missing: the model's provenance cannot be audited")}
+    g1 = any(c["score"] == 0.0 for c in a01) or any_flag("anatomy")
+    kinds = {ch.id: ch.kind for t in catalog.templates for ch in t.auto_checks}
+    conv = [c for c in checks if kinds.get(c["check"]) == "convergence"]
+    flips = any_flag("conclusion_flips", "sampling_flips")
+    return {
+        "G1": gate(bool(a01), "no anatomy task (A01) was scored", g1,
+                   "ICL placed as a lens replacement, behind the crystalline lens, or no anatomy answer"),
+        "G2": gate(any_flag("energy_evidence"), "no energy ledger was read (energy.json of an energy check)",
+                   any_flag("energy_gain", "disabled_mechanism"),
+                   "unexplained energy gain, or a disabled mechanism keeps its effect"),
+        "G3": g3,
+        "G4": gate(bool(conv), "no convergence task (F02) was scored",
+                   flips or (bool(conv) and not any_flag("converged")),
+                   "; ".join((["no converged, non-constant convergence series"] if not any_flag("converged") else [])
+                             + (["a conclusion flips with sampling"] if flips else []))),
+        "G5": gate(any_flag("model_evidence") and not any_flag("no_model", "thin_model"),
+                   f"model/eye.json missing, or with fewer than {MIN_MODEL_PARAMETERS} parameters that carry a "
+                   "source and a status: the model's provenance cannot be audited",
+                   any_flag("fabricated"), "invented provenance for a parameter the inputs mark unknown or synthetic"),
+    }
 
 
 def bootstrap(runs: list[dict], catalog: Catalog, n: int = 2000, seed: int = 20261027) -> list[float]:

@@ -29,7 +29,8 @@ from icl.pro.generate import LAYERS, eye_surfaces
 from icl.pro.package import load_package, scene_from_package
 from icl.pro.results_schema import ENERGY_UNITS, write_psf
 
-STRATEGIES = ("constant", "gaussian", "hand_halo", "geometric", "ignores_hole", "knowledge-qa", "full-model")
+STRATEGIES = ("constant", "gaussian", "hand_halo", "geometric", "ignores_hole", "knowledge-qa", "full-model",
+              "placeholder")
 
 
 def _grid(pkg: dict) -> np.ndarray:
@@ -198,6 +199,10 @@ def run(strategy: str, input_dir: Path, output_dir: Path) -> int:
         from icl.pro.baselines import full
 
         return full.run(strategy, input_dir, output_dir)
+    if strategy == "placeholder":
+        from icl.pro.baselines import placeholder
+
+        return placeholder.run(input_dir, output_dir)
     count = 0
     for idir in sorted(p for p in input_dir.iterdir() if (p / "task.json").is_file()):
         task = load_json(idir / "task.json")

@@ -1,0 +1,42 @@
+"""The lazy participant (placeholders shaped to what the scorer reads, no physics) earns nothing it has no
+evidence for: every formerly free check scores 0, no gate passes, and it stays at the constant floor."""
+
+import pytest
+from icl.pro.baselines import runner
+from icl.pro.generate import generate
+from icl.pro.score import score_run
+
+# Templates holding the checks a placeholder used to pass: intervals (A05, E02, E03), sets (A04, A05, F01),
+# coverage (E06), rotation (D04), convergence (F02), second methods (F04, F06), anatomy (A01), energy (C01).
+TEMPLATES = ["A01", "A04", "A05", "C01", "D04", "E02", "E03", "E06", "F01", "F02", "F04", "F06"]
+FORMERLY_FREE = {"A04.1", "A04.2", "A05.1", "A05.2", "D04.1", "E02.1", "E02.2", "E03.1", "E03.2", "E06.1", "F01.2",
+                 "F02.1", "F04.2", "F06.1"}
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lazy")
+    rel = d / "rel"
+    generate(rel, per_template=4, seed=13, progress=False, only=TEMPLATES)
+    out = {}
+    for strategy in ("placeholder", "constant"):
+        run = d / strategy
+        runner.run(strategy, rel / "inputs" / "test", run)
+        out[strategy] = score_run(rel, run, "test", run_ok=True)
+    return out
+
+
+def test_placeholders_earn_no_free_check(scored):
+    free = [(c["instance"], c["check"], c["score"], c["reason"]) for c in scored["placeholder"]["checks"]
+            if c["check"] in FORMERLY_FREE and c["score"]]
+    assert not free, free
+
+
+def test_placeholders_pass_no_gate_they_have_no_evidence_for(scored):
+    gates = scored["placeholder"]["gates"]
+    for g in ("G1", "G4", "G5"):
+        assert gates[g]["pass"] is not True, (g, gates[g])
+
+
+def test_placeholder_stays_at_the_constant_floor(scored):
+    assert scored["placeholder"]["professional_score"] <= scored["constant"]["professional_score"] + 2.0
