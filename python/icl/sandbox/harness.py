@@ -25,6 +25,7 @@ The program itself runs as an unprivileged uid with every capability dropped.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -47,6 +48,7 @@ from icl.io import OwnFolder
 from icl.sandbox.cgroups import RunGroup
 from icl.sandbox.fstree import collect_output, remove_tree, scan, stage_tree, tree_sha256
 from icl.sandbox.layout import INPUT_MOUNT, OUTPUT_MOUNT, SITE_MOUNT, SUBMISSION_MOUNT, TRACKS, Mount, layout
+from icl.sandbox.seccomp import REFUSED, build_filter
 
 __all__ = [
     "SANDBOX_GID",
@@ -85,10 +87,16 @@ FORK_PATTERNS = re.compile(
 
 # Trusted, runs as the sandbox's first program (before privileges are dropped): it brings the namespace's
 # loopback up (the unshare fallback starts with it down, so that attempts there are counted as under bwrap),
-# reports the network counters of the namespace before and after, and the rusage of the program and the
-# descendants it waited for, on fd 3, which the program does not inherit.
+# remounts every writable mount noexec (bubblewrap has no noexec option; the wrapper holds CAP_SYS_ADMIN in
+# the sandbox's mount namespace for this one step), reports the network counters of the namespace before and
+# after, the writable mounts still executable, whether the seccomp filter (argv[1], hex; "-" for none) was
+# installed in the program's process, and the rusage of the program and the descendants it waited for, on
+# fd 3, which the program does not inherit.
 _WRAPPER = r"""
-import os, sys
+import ctypes, json, os, re, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
 def lo_up():
     try:
         import fcntl, socket, struct
@@ -106,13 +114,49 @@ def snap():
         except OSError:
             pass
     return text
+def mounts():
+    out = {}
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            f = line.split()
+            out[re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), f[4])] = f[5].split(",")
+    return out
+def writable_exec():
+    return sorted(mp for mp, opts in mounts().items() if "ro" not in opts and "noexec" not in opts)
+def noexec():
+    bits = {"nosuid": 2, "nodev": 4, "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+    for mp, opts in mounts().items():
+        if "ro" in opts or "noexec" in opts:
+            continue
+        flags = 32 | 4096 | 8  # MS_REMOUNT | MS_BIND | MS_NOEXEC, keeping the mount's other (locked) flags
+        for o in opts:
+            flags |= bits.get(o, 0)
+        if not {"noatime", "relatime"} & set(opts):
+            flags |= 1 << 24  # MS_STRICTATIME
+        libc.mount(b"none", mp.encode(), None, flags, None)
+    return writable_exec()
+def seccomp(prog):
+    if not prog:
+        return "not built for this architecture"
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fp = Fprog(len(prog) // 8, ctypes.addressof(buf))
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return "no_new_privs refused: " + os.strerror(ctypes.get_errno())
+    if libc.prctl(22, 2, ctypes.addressof(fp), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        return "refused by the kernel: " + os.strerror(ctypes.get_errno())
+    return "installed"
 lo_up()
+os.write(3, ("#writable-exec %s\n" % json.dumps(noexec())).encode())
 os.write(3, ("#before\n" + snap()).encode())
 pid = os.fork()
 if pid == 0:
-    os.close(3)
     try:
-        os.execvp(sys.argv[1], sys.argv[1:])
+        got = seccomp(bytes.fromhex(sys.argv[1]) if sys.argv[1] != "-" else b"")
+        os.write(3, ("#seccomp %s\n" % got).encode())
+        os.close(3)
+        os.execvp(sys.argv[2], sys.argv[2:])
     finally:
         os._exit(127)
 _, status, ru = os.wait4(pid, 0)
@@ -229,6 +273,11 @@ class RunRecord:
     one the run counts for: a from-scratch run whose files match the reference package
     (:mod:`icl.sandbox.provenance`) counts as reference-assisted, with the evidence in ``track_evidence``.
     That is not a violation: the run keeps its score on the reference-assisted board.
+
+    ``hardening`` says what held the program to code it did not write: ``writable_executable`` (writable
+    mounts the kernel would not remount ``noexec``; empty when every one is), ``seccomp`` (``installed``, or
+    why not) and ``seccomp_refuses`` (the system calls refused, :mod:`icl.sandbox.seccomp`). A fallback is
+    also said in ``messages``; either is None when the sandbox was stopped before the wrapper reported.
     """
 
     mechanism: str
@@ -260,6 +309,7 @@ class RunRecord:
     code_sha256_after: str = ""
     frozen_sha256: str | None = None
     overhead_s: dict[str, float] = field(default_factory=dict)
+    hardening: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -310,24 +360,20 @@ def _wrapper_python() -> str:
 
 
 def _drop_privileges(uid: int | None) -> list[str]:
-    """``setpriv`` prefix that becomes ``uid`` with no capability (empty when the harness is not root)."""
-    if uid is None:
-        return []
-    return [
-        "setpriv",
-        f"--reuid={uid}",
-        f"--regid={uid}",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--no-new-privs",
-        "--",
-    ]
+    """``setpriv`` prefix that drops every capability (and becomes ``uid`` when the harness is root)."""
+    ids = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if uid is not None else []
+    return ["setpriv", *ids, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+def _wrapper_argv(inner: list[str]) -> list[str]:
+    """The trusted wrapper's command line: interpreter, wrapper, seccomp filter (hex), then the program."""
+    prog = build_filter()
+    return [_wrapper_python(), "-I", "-S", "-c", _WRAPPER, prog.hex() if prog else "-", *inner]
 
 
 def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root_user: bool) -> list[str]:
+    """bubblewrap's options (passed through ``--args``, so the sandbox's first process shows none of them)."""
     argv = [
-        "bwrap",
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",
@@ -339,11 +385,14 @@ def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root
         "--hostname",
         "sandbox",
     ]
-    if root_user:
-        # Only what setpriv needs to switch to the sandbox uid; it then drops these too.
-        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:
-        argv += ["--unshare-user"]
+    if not root_user:
+        # Uid 0 of a user namespace of its own (the host user outside): without a second namespace, whose
+        # uid 0 could not remount what the first one mounted.
+        argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
+    # What the wrapper needs: CAP_SYS_ADMIN to remount writable mounts noexec, CAP_SETUID/CAP_SETGID for
+    # setpriv to switch to the sandbox uid; setpriv drops them all before the program starts.
+    for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID"):
+        argv += ["--cap-add", cap]
     for m in mounts:
         if m.kind == "ro":
             argv += ["--ro-bind", m.source, m.dest]
@@ -363,7 +412,7 @@ def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root
             argv += ["--perms", "0755", "--dir", m.dest]
     for k, v in env.items():
         argv += ["--setenv", k, v]
-    return [*argv, "--chdir", "/tmp", _wrapper_python(), "-I", "-S", "-c", _WRAPPER, *inner]
+    return [*argv, "--chdir", "/tmp"]
 
 
 def _unshare_argv(
@@ -382,7 +431,7 @@ def _unshare_argv(
                 lines.append(f"mkdir -p {dest}")
             else:
                 lines.append(f"mkdir -p {r}{q(str(Path(m.dest).parent))} && touch {dest}")
-            flags = "ro,nosuid,nodev" if m.kind == "ro" else "nosuid,nodev"
+            flags = "ro,nosuid,nodev" if m.kind == "ro" else "nosuid,nodev,noexec"
             lines.append(f"mount --bind {q(m.source)} {dest} && mount -o remount,bind,{flags} {dest}")
         elif m.kind == "mask":
             lines.append(f"mount -t tmpfs -o ro,size=4k,mode=0755,nosuid,nodev sandbox-mask {dest}")
@@ -391,7 +440,7 @@ def _unshare_argv(
         elif m.kind == "proc":
             lines.append(f"mkdir -p {dest} && mount -t proc -o nosuid,nodev,noexec proc {dest}")
         elif m.kind == "dev":
-            lines.append(f"mkdir -p {dest} && mount -t tmpfs -o size=64k,mode=0755,nosuid sandbox-dev {dest}")
+            lines.append(f"mkdir -p {dest} && mount -t tmpfs -o size=64k,mode=0755,nosuid,noexec sandbox-dev {dest}")
             for node in ("null", "zero", "full", "random", "urandom", "tty"):
                 lines.append(f"touch {dest}/{node} && mount --bind /dev/{node} {dest}/{node}")
             for i, name in enumerate(("stdin", "stdout", "stderr")):
@@ -399,14 +448,13 @@ def _unshare_argv(
             lines.append(f"ln -s /proc/self/fd {dest}/fd")
         elif m.kind == "tmpfs":
             lines.append(
-                f"mkdir -p {dest} && mount -t tmpfs -o size={m.size},mode=1777,nosuid,nodev "
+                f"mkdir -p {dest} && mount -t tmpfs -o size={m.size},mode=1777,nosuid,nodev,noexec "
                 f"sandbox-tmp {dest}"
             )
     lines.append(f"mount -o remount,ro {r}")
     env_args = " ".join(q(f"{k}={v}") for k, v in env.items())
     lines.append(
-        f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} {q(_wrapper_python())} -I -S -c "
-        f"{q(_WRAPPER)} " + " ".join(q(a) for a in inner)
+        f"cd {r} && exec chroot {r} /usr/bin/env -i {env_args} " + " ".join(q(a) for a in _wrapper_argv(inner))
     )
     script = "\n".join(lines)
     user = [] if root_user else ["--user", "--map-root-user"]
@@ -528,6 +576,25 @@ def _parse_status(text: str) -> tuple[int | None, float | None, int | None]:
     if not m:
         return packets, None, None
     return packets, float(m.group(1)) + float(m.group(2)), int(m.group(3)) * 1024  # ru_maxrss is KiB
+
+
+def _hardening(record: RunRecord, text: str) -> None:
+    """Record the wrapper's report on noexec mounts and the seccomp filter; say any fallback."""
+    m = re.search(r"^#writable-exec (.*)$", text, re.M)
+    left = json.loads(m.group(1)) if m else None
+    m = re.search(r"^#seccomp (.*)$", text, re.M)
+    got = m.group(1) if m else None
+    record.hardening = {
+        "writable_executable": left,
+        "seccomp": got,
+        "seccomp_refuses": [*REFUSED, "clone/unshare of namespaces", "shmat(SHM_EXEC)", "READ_IMPLIES_EXEC"]
+        if got == "installed"
+        else [],
+    }
+    if left:
+        record.messages.append(f"fallback: writable mounts left executable (noexec refused): {left}")
+    if got is not None and got != "installed":
+        record.messages.append(f"fallback: seccomp filter not installed ({got}); memory files not refused")
 
 
 def _sample_usage(pids: list[int], cpu: dict[int, float]) -> int:
@@ -794,8 +861,17 @@ def _execute(
     env = _environment(path, limits, any(m.dest.startswith(SITE_MOUNT + "/") for m in mounts))
     program = [*_drop_privileges(SANDBOX_UID if root_user else None), *record.command]
     newroot = None
+    args_file = None
+    keep = [3]
     if mechanism == "bwrap":
-        argv = _bwrap_argv(mounts, env, program, root_user)
+        # The arguments name host paths; read from a file they are not on the command line that the
+        # sandbox's first process (bubblewrap's init) shows in /proc/1/cmdline.
+        args_file = tempfile.TemporaryFile()
+        args_file.write(b"".join(a.encode() + b"\0" for a in _bwrap_argv(mounts, env, program, root_user)))
+        args_file.seek(0)
+        args_fd = fcntl.fcntl(args_file.fileno(), fcntl.F_DUPFD_CLOEXEC, 10)  # clear of fd 3
+        keep.append(args_fd)
+        argv = ["bwrap", "--args", str(args_fd), "--", *_wrapper_argv(program)]
     else:
         newroot = Path(tempfile.mkdtemp(prefix="icl-sandbox-root-"))
         argv = _unshare_argv(mounts, env, program, newroot, root_user)
@@ -811,13 +887,16 @@ def _execute(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=(3,),
+            pass_fds=tuple(keep),
             start_new_session=True,
             env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
             preexec_fn=lambda: _preexec(limits, status_w, granted, group),
         )
     finally:
         os.close(status_w)
+        if args_file is not None:
+            os.close(args_fd)
+            args_file.close()
     out, err = _Capped(proc.stdout, limits.log_bytes), _Capped(proc.stderr, limits.log_bytes)
     status_text = bytearray()
     status_thread = threading.Thread(target=lambda: _drain(status_r, status_text), daemon=True)
@@ -856,6 +935,7 @@ def _execute(
         newroot.rmdir()
 
     packets, cpu_s, peak = _parse_status(status_text.decode("utf-8", "replace"))
+    _hardening(record, status_text.decode("utf-8", "replace"))
     record.network_packets = packets
     # The wrapper's rusage covers every process the program waited for; when the sandbox was killed it is
     # gone, and the watchdog's samples (a lower bound) stand in.
