@@ -1,31 +1,35 @@
-"""Does a from-scratch submission carry the reference package? Code similarity and file hashes.
+"""Does a from-scratch submission carry the reference package, or content no scan can read?
 
-Two checks, both against the installed ``icl`` package (its Python sources, its C++ sources when the
-source tree is beside it, and every file it installs, the compiled ``_core`` included):
+Three checks, the first two against the installed ``icl`` package (its Python sources, its C++ sources when
+the source tree is beside it, and every file it installs, the compiled ``_core`` included). Content is told
+apart by its bytes, never its name (:mod:`icl.sandbox.content`): archives and compressed streams (zip, tar,
+gzip, bzip2, xz, lzma) are opened, up to :data:`MAX_NESTING` deep, and their members scanned like files.
 
 file hashes
-    Every regular file of the submission of at least :data:`MIN_HASH_BYTES` whose SHA-256 equals that of
-    a package file (a copied ``_core*.so``, a copied module under any name).
+    Every file or member of at least :data:`MIN_HASH_BYTES` whose SHA-256 equals that of a package file
+    (a copied ``_core*.so``, a copied module under any name).
 code similarity
-    Every code file (by suffix, or a ``#!`` line naming Python), also inside zip and tar archives, is
-    tokenised and fingerprinted with copydetect (MOSS-style winnowing over k-grams of the token stream in
-    which every identifier is one letter and every string another, so renaming and reformatting leave the
-    fingerprints unchanged). A file is a hit when at least :data:`THRESHOLD` of its fingerprinted tokens
-    appear in the reference package (``similarity``), or when it contains at least :data:`THRESHOLD` of one
-    reference file (``reference_similarity``: a module pasted into a larger file), and the copied stretch
-    is at least :data:`MIN_TOKENS` tokens long. ``docs/pro-harness.md`` gives the measurements behind the
-    values.
+    Every code file (by suffix, a ``#!`` line naming Python, or text that reads as Python or C whatever
+    its name) is tokenised and fingerprinted with copydetect (MOSS-style winnowing over k-grams of the token
+    stream in which every identifier is one letter and every string another, so renaming and reformatting
+    leave the fingerprints unchanged). A file is a hit when at least :data:`THRESHOLD` of its fingerprinted
+    tokens appear in the reference package (``similarity``), or when it contains at least :data:`THRESHOLD`
+    of one reference file (``reference_similarity``: a module pasted into a larger file), and the copied
+    stretch is at least :data:`MIN_TOKENS` tokens long. ``docs/pro-harness.md`` gives the measurements
+    behind the values.
+opaque content
+    Compiled code (ELF, PE, Mach-O, WebAssembly, Java classes, Python bytecode), containers no module here
+    opens (zstd, 7z, rar), content past the scan's bounds, and binary content of no declared open data
+    format once it adds up to :data:`OPAQUE_MIN_BYTES`: nothing can show it free of reference code.
 
-A hit moves the run to the reference-assisted track; the evidence (file pairs, similarities, hashes) goes
-into the run record.
+A hit or an opaque file moves the run to the reference-assisted track; the evidence (file pairs,
+similarities, hashes, opaque files with their kind) goes into the run record.
 """
-
 from __future__ import annotations
 
 import hashlib
 import os
 import stat
-import tarfile
 import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +37,18 @@ from pathlib import Path
 from typing import Any
 from zlib import error as zlib_error
 
+from icl.sandbox.content import (
+    ARCHIVES,
+    DATA_MAGIC,
+    OPAQUE_KINDS,
+    STREAMS,
+    TEXT_PROBE,
+    TooLarge,
+    code_language,
+    entropy,
+    sniff,
+    unpack,
+)
 from icl.sandbox.fstree import MAX_TREE_DEPTH, walk
 from icl.sandbox.layout import reference_package_entries
 
@@ -55,11 +71,13 @@ MAX_CODE_FILE = 8 * 1024**2
 MAX_CODE_TOTAL = 128 * 1024**2
 MAX_HASHED = 8 * 1024**3
 MAX_ENTRIES = 200_000
-#: Archives: largest archive opened, largest member read, most member bytes walked in a tar stream (the
-#: member bytes read from all archives together are bounded by MAX_ARCHIVE too).
-MAX_ARCHIVE = 1024**3
+#: Containers (archives and compressed streams): most bytes of one member or one decompressed stream (also
+#: the largest file read whole), most member bytes read in all, deepest nesting opened.
 MAX_MEMBER = 64 * 1024**2
-MAX_ARCHIVE_STREAM = 4 * 1024**3
+MAX_ARCHIVE = 1024**3
+MAX_NESTING = 4
+#: Binary content of no declared data format is opaque once the submission holds this many bytes of it.
+OPAQUE_MIN_BYTES = 4096
 CODE_SUFFIXES = {
     ".py": "python",
     ".pyi": "python",
@@ -74,7 +92,6 @@ CODE_SUFFIXES = {
     ".hpp": "cpp",
     ".hh": "cpp",
 }
-ARCHIVE_SUFFIXES = (".zip", ".whl", ".egg", ".pyz", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 
 
 @dataclass
@@ -262,39 +279,6 @@ def _reference_now() -> tuple[list[_Doc], dict[str, str], set[int], dict]:
     return _reference(tuple(key))
 
 
-def _archive_members(path: Path, budget: list[int]) -> list[tuple[str, bytes]]:
-    """(name, bytes) of the regular members of a zip or tar archive, within bounds.
-
-    Members up to :data:`MAX_MEMBER` bytes are read while ``budget[0]`` (bytes) lasts; a tar archive is
-    read no further than :data:`MAX_ARCHIVE_STREAM` bytes of members (a compressed one must be decompressed
-    to be walked).
-    """
-    out: list[tuple[str, bytes]] = []
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as zf:
-                for info in zf.infolist()[:MAX_ENTRIES]:
-                    if not info.is_dir() and info.file_size <= min(MAX_MEMBER, budget[0]):
-                        data = zf.read(info)  # stops at the declared size
-                        budget[0] -= len(data)
-                        out.append((info.filename, data))
-        elif tarfile.is_tarfile(path):
-            streamed = 0
-            with tarfile.open(path) as tf:
-                for info in tf:
-                    streamed += info.size
-                    if streamed > MAX_ARCHIVE_STREAM or len(out) >= MAX_ENTRIES:
-                        break
-                    if info.isfile() and info.size <= min(MAX_MEMBER, budget[0]):
-                        fh = tf.extractfile(info)
-                        data = fh.read(info.size) if fh else b""
-                        budget[0] -= len(data)
-                        out.append((info.name, data))
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError, RuntimeError, zlib_error):
-        pass
-    return out
-
-
 def _copied(fp: Any, shared: set[int]) -> int:
     """Count the filtered characters of ``fp`` covered by fingerprints in ``shared``."""
     import numpy as np
@@ -349,94 +333,179 @@ def compare_code(name: str, text: str, language: str) -> dict[str, Any]:
     }
 
 
+class _Scan:
+    """One scan's findings and what is left of its bounds."""
+
+    def __init__(self, ref_hashes: dict[str, str]):
+        self.ref_hashes = ref_hashes
+        self.hash_matches: list[dict[str, str]] = []
+        self.code: list[dict[str, Any]] = []
+        self.opaque: list[dict[str, Any]] = []
+        self.blobs: list[dict[str, Any]] = []
+        self.unscanned: list[str] = []
+        self.code_budget, self.hash_budget, self.archive_budget = MAX_CODE_TOTAL, MAX_HASHED, MAX_ARCHIVE
+
+    def hashed(self, name: str, digest: str) -> None:
+        if digest in self.ref_hashes:
+            self.hash_matches.append({"file": name, "reference": self.ref_hashes[digest], "sha256": digest})
+
+    def mark(self, name: str, kind: str, reason: str, size: int) -> None:
+        self.opaque.append({"file": name, "kind": kind, "reason": reason, "bytes": size})
+
+    def look(self, name: str, data: bytes, depth: int = 0) -> None:
+        """Scan content held in memory: hash it, tell what it is by its bytes, recurse into containers."""
+        if len(data) >= MIN_HASH_BYTES:
+            self.hashed(name, hashlib.sha256(data).hexdigest())
+        kind = sniff(data)
+        if kind in ARCHIVES or kind in STREAMS:
+            if depth >= MAX_NESTING:
+                self.mark(name, kind, f"{kind} nested more than {MAX_NESTING} containers deep: not opened", len(data))
+                return
+            try:
+                members = unpack(kind, data, min(MAX_MEMBER, max(self.archive_budget, 0)), MAX_ENTRIES)
+            except TooLarge as exc:
+                self.mark(name, kind, f"{exc} is past the scan's bound ({MAX_MEMBER} bytes per member, "
+                          f"{MAX_ARCHIVE} bytes of members in all): not read", len(data))
+                return
+            except ValueError as exc:
+                self.mark(name, kind, str(exc), len(data))
+                return
+            for member, mdata in members:
+                self.archive_budget -= len(mdata)
+                # A decompressed stream keeps its file's name; an archive member is named after it.
+                self.look(name if kind in STREAMS else f"{name}!{member}", mdata, depth + 1)
+        elif kind in OPAQUE_KINDS:
+            self.mark(name, kind, OPAQUE_KINDS[kind], len(data))
+        elif kind == "text":
+            lang = _language(name.rsplit("!", 1)[-1], data[:256]) or code_language(data)
+            if not lang:
+                return
+            if len(data) > MAX_CODE_FILE or len(data) > self.code_budget:
+                self.unscanned.append(name)
+                self.mark(name, "code", f"code past the scan's bounds ({MAX_CODE_FILE} bytes per file, "
+                          f"{MAX_CODE_TOTAL} in all): not compared", len(data))
+                return
+            self.code_budget -= len(data)
+            self.code.append(compare_code(name, data.decode("utf-8", "replace"), lang))
+        elif kind == "binary":
+            self.blobs.append({"file": name, "kind": "binary", "bytes": len(data),
+                               "entropy_bits_per_byte": round(entropy(data), 3)})
+
+    def look_large(self, path: Path, name: str, head: bytes, size: int) -> None:
+        """A file past :data:`MAX_MEMBER`: a zip is opened member by member, a declared data format is
+        recognised by its leading bytes, anything else is opaque."""
+        if zipfile.is_zipfile(path):
+            try:
+                with zipfile.ZipFile(path) as zf:
+                    for info in zf.infolist()[:MAX_ENTRIES]:
+                        if info.is_dir():
+                            continue
+                        if info.file_size > min(MAX_MEMBER, self.archive_budget):
+                            self.mark(f"{name}!{info.filename}", "zip member", "past the scan's bounds: not read",
+                                      info.file_size)
+                            continue
+                        mdata = zf.read(info)
+                        self.archive_budget -= len(mdata)
+                        self.look(f"{name}!{info.filename}", mdata, 1)
+            except (OSError, zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib_error) as exc:
+                self.mark(name, "zip", f"does not open as zip: {exc}", size)
+        elif not any(head.startswith(magic) for magic, _ in DATA_MAGIC):
+            self.mark(name, sniff(head), f"larger than {MAX_MEMBER} bytes and neither a zip nor a declared "
+                      "data format", size)
+
+    def settle_blobs(self) -> None:
+        """Binary content of no declared format is opaque once it adds up to :data:`OPAQUE_MIN_BYTES`
+        (pieces of a payload cut small count together)."""
+        if sum(b["bytes"] for b in self.blobs) >= OPAQUE_MIN_BYTES:
+            for b in self.blobs:
+                self.opaque.append({**b, "reason": f"binary content of no declared data format (entropy "
+                                    f"{b['entropy_bits_per_byte']} bits per byte)"})
+
+
 def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
-    """Compare every file of ``submission`` with the reference package.
+    """Compare every file of ``submission`` with the reference package and find its opaque content.
+
+    Files are told apart by their bytes, never their names (:mod:`icl.sandbox.content`): archives and
+    compressed streams are opened and their members scanned in turn (at most :data:`MAX_NESTING` deep),
+    text that reads as code is compared whatever its suffix, and compiled code, unopenable containers and
+    binary content of no declared data format are opaque.
 
     Returns
     -------
     dict
         ``hash_matches`` (file, reference, sha256), ``code`` (one :func:`compare_code` row per code file,
-        most similar first), ``hits`` (files that matched), ``unscanned`` (files past the scan's bounds),
-        ``parameters`` (k, window, threshold, min_tokens) and ``summary``.
+        most similar first), ``opaque`` (file, kind, reason, bytes), ``hits`` (files that matched or are
+        opaque), ``unscanned`` (files past the scan's bounds), ``parameters`` and ``summary``.
 
     """
     root = Path(submission)
     docs, ref_hashes, _, _ = _reference_now()
-    hash_matches, code, unscanned = [], [], []
-    code_budget, hash_budget, archive_budget = [MAX_CODE_TOTAL], MAX_HASHED, [MAX_ARCHIVE]
+    scan = _Scan(ref_hashes)
     too_deep: list[str] = []
     for n, e in enumerate(walk(root, MAX_TREE_DEPTH, too_deep=too_deep)):
         if n >= MAX_ENTRIES:
-            unscanned.append("... (entry limit)")
+            scan.unscanned.append("... (entry limit)")
+            scan.mark("...", "tree", f"more than {MAX_ENTRIES} entries: the rest not scanned", 0)
             break
         if not stat.S_ISREG(e.st.st_mode):
             continue
         size = e.st.st_size
+        if size > scan.hash_budget:
+            scan.unscanned.append(e.rel)
+            scan.mark(e.rel, "file", f"past the scan's bound of {MAX_HASHED} bytes hashed: not read", size)
+            continue
+        scan.hash_budget -= size
         fd = os.open(e.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=e.dir_fd)
         with os.fdopen(fd, "rb") as fh:
-            head = fh.read(256)
-            if size >= MIN_HASH_BYTES:
-                if size <= hash_budget:
-                    hash_budget -= size
-                    h = hashlib.sha256(head)
-                    while chunk := fh.read(1 << 20):
-                        h.update(chunk)
-                    digest = h.hexdigest()
-                    if digest in ref_hashes:
-                        hash_matches.append(
-                            {"file": e.rel, "reference": ref_hashes[digest], "sha256": digest}
-                        )
-                else:
-                    unscanned.append(e.rel)
-            lang = _language(e.name, head)
-            if e.name.endswith(ARCHIVE_SUFFIXES) and not lang:
-                if size > MAX_ARCHIVE:
-                    unscanned.append(e.rel)
-                    continue
-            elif lang:
-                if size > MAX_CODE_FILE or size > code_budget[0]:
-                    unscanned.append(e.rel)
-                    continue
-                fh.seek(0)
-                data = fh.read(MAX_CODE_FILE)
-        if lang:
-            code_budget[0] -= len(data)
-            code.append(compare_code(e.rel, data.decode("utf-8", "replace"), lang))
-        elif e.name.endswith(ARCHIVE_SUFFIXES):
-            for member, mdata in _archive_members(root / e.rel, archive_budget):
-                name = f"{e.rel}!{member}"
-                if len(mdata) >= MIN_HASH_BYTES:
-                    digest = hashlib.sha256(mdata).hexdigest()
-                    if digest in ref_hashes:
-                        hash_matches.append({"file": name, "reference": ref_hashes[digest], "sha256": digest})
-                mlang = _language(member, mdata[:256])
-                if mlang and len(mdata) <= MAX_CODE_FILE and len(mdata) <= code_budget[0]:
-                    code_budget[0] -= len(mdata)
-                    code.append(compare_code(name, mdata.decode("utf-8", "replace"), mlang))
-    unscanned += [f"{rel}/ (nested too deep)" for rel in too_deep]
-    code.sort(key=lambda r: (-r["similarity"], r["file"]))
-    hits = sorted({m["file"] for m in hash_matches} | {r["file"] for r in code if r["hit"]})
-    summary = (
-        f"{len(hits)} file(s) match the reference package: {len(hash_matches)} by SHA-256, "
-        f"{sum(r['hit'] for r in code)} by code similarity (threshold {THRESHOLD})"
-        if hits
-        else "no file matches the reference package"
-    )
+            if size <= MAX_MEMBER:
+                data = fh.read(MAX_MEMBER + 1)
+            else:
+                head, h = fh.read(TEXT_PROBE), hashlib.sha256()
+                h.update(head)
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+                data = None
+        if data is not None:
+            scan.look(e.rel, data)
+        else:
+            scan.hashed(e.rel, h.hexdigest())
+            scan.look_large(root / e.rel, e.rel, head, size)
+    for rel in too_deep:
+        scan.unscanned.append(f"{rel}/ (nested too deep)")
+        scan.mark(f"{rel}/", "tree", "folders nested too deep: not scanned", 0)
+    scan.settle_blobs()
+    code = sorted(scan.code, key=lambda r: (-r["similarity"], r["file"]))
+    opaque = sorted(scan.opaque, key=lambda r: r["file"])
+    matched = {m["file"] for m in scan.hash_matches} | {r["file"] for r in code if r["hit"]}
+    hits = sorted(matched | {o["file"] for o in opaque})
+    parts = []
+    if matched:
+        parts.append(
+            f"{len(matched)} file(s) match the reference package: {len(scan.hash_matches)} by SHA-256, "
+            f"{sum(r['hit'] for r in code)} by code similarity (threshold {THRESHOLD})"
+        )
+    if opaque:
+        named = ", ".join(f"{o['file']} ({o['kind']})" for o in opaque[:5])
+        parts.append(f"{len(opaque)} opaque file(s), content no scan can compare: {named}"
+                     + (" ..." if len(opaque) > 5 else ""))
     return {
         "hits": hits,
-        "hash_matches": hash_matches,
+        "hash_matches": scan.hash_matches,
         "code": code[:50],
         "code_files": len(code),
-        "unscanned": unscanned[:100],
+        "opaque": opaque[:100],
+        "unscanned": scan.unscanned[:100],
         "parameters": {
             "k": K,
             "window": WINDOW,
             "threshold": THRESHOLD,
             "min_tokens": MIN_TOKENS,
             "min_hash_bytes": MIN_HASH_BYTES,
+            "opaque_min_bytes": OPAQUE_MIN_BYTES,
+            "max_nesting": MAX_NESTING,
             "reference_files": len(docs),
         },
-        "summary": summary,
+        "summary": "; ".join(parts) if parts else "no file matches the reference package and none is opaque",
     }
 
 
@@ -446,8 +515,8 @@ def classify_track(submission: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     Returns
     -------
     tuple of (str, dict)
-        ``"reference-assisted"`` when :func:`scan_submission` finds a hit, else ``"from-scratch"``; the
-        scan's report.
+        ``"reference-assisted"`` when :func:`scan_submission` finds a hit (reference code, or opaque
+        content that no scan can show free of it), else ``"from-scratch"``; the scan's report.
 
     """
     report = scan_submission(submission)
