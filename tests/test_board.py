@@ -168,7 +168,7 @@ def test_board_needs_a_frozen_release(tmp_path):
 
 def _browse(site: Path, board: str, checks: dict) -> dict:
     """Open a board page and its entries in Chromium; return what the page shows, fail on any fault."""
-    from icl.patient.screenshot import CHROMIUM_ARGS
+    from icl.browser import CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
     seen: dict = {"console": [], "requests": [], "boards": {}}

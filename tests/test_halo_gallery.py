@@ -68,7 +68,7 @@ def test_figure_text_size_and_outside_of_the_detector():
 def test_gallery_in_chromium_shows_the_h10_ring(tmp_path):
     from icl.halo.gallery import case_figure, write_gallery
     from icl.halo.screenshot import VIEWPORT, capture, redness_profile
-    from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS
+    from icl.browser import CHROMIUM, CHROMIUM_ARGS
     from playwright import sync_api as playwright
 
     assert shutil.which("chromium"), "Debian's chromium is missing: `make test-deps` installs it"

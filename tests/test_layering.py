@@ -93,3 +93,12 @@ def test_the_freeze_is_base_floor_and_the_board_is_the_top():
         and any(m.startswith("icl.board") for m in _icl_imports(p))
     ]
     assert offenders == []
+
+
+def test_browser_launch_constants_live_in_a_base_module():
+    # The halo gallery's and the board's screenshots launch Chromium as the patient page does, through
+    # icl.browser, not through the patient layer.
+    assert _icl_imports(PACKAGE / "browser.py") == set()
+    for path in (PACKAGE / "halo" / "screenshot.py", PACKAGE / "board" / "screenshot.py"):
+        assert "icl.browser" in _icl_imports(path)
+        assert not [m for m in _icl_imports(path) if m.startswith("icl.patient")], path

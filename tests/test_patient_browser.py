@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from icl.patient.annotate import make_server
 from icl.patient.schema import load_reports
-from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS, PAGE, canvas_point
+from icl.browser import CHROMIUM, CHROMIUM_ARGS
+from icl.patient.screenshot import PAGE, canvas_point
 
 pytestmark = pytest.mark.browser
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from icl.io import write_json
-from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS
+from icl.browser import CHROMIUM, CHROMIUM_ARGS
 from icl.review.merge import load_review_file
 from icl.review.page import PAGE, make_server
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS
+from icl.browser import CHROMIUM, CHROMIUM_ARGS
 
 
 def capture(site: str | Path, board: str, entry: str, out: str | Path) -> list[Path]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icl.patient.screenshot import CHROMIUM, CHROMIUM_ARGS
+from icl.browser import CHROMIUM, CHROMIUM_ARGS
 
 VIEWPORT = {"width": 1500, "height": 900}
 

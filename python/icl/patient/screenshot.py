@@ -10,15 +10,8 @@ import math
 import sys
 from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from icl.browser import CHROMIUM, CHROMIUM_ARGS
+
 PAGE = Path(__file__).with_name("annotate.html")
 
 
