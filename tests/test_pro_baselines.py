@@ -230,7 +230,9 @@ def test_full_model_answers_from_inputs_and_knowledge_qa_stays_low(tmp_path):
     auto = [c for c in scores["full-model"]["checks"] if c["mode"] == "auto"]
     assert auto and all(c["score"] == 1.0 for c in auto), [c for c in auto if c["score"] != 1.0]
     g = scores["full-model"]["gates"]
-    assert g["G1"]["pass"] and g["G2"]["pass"] and g["G5"]["pass"]
+    assert g["G1"]["pass"] and g["G5"]["pass"]
+    # No energy check among these templates: G2 has nothing to examine and is not assessed.
+    assert g["G2"]["pass"] is None and g["G2"]["reason"].startswith("not assessed")
     kq = {c["check"]: c["score"] for c in scores["knowledge-qa"]["checks"] if c["mode"] == "auto"}
     assert kq["A05.2"] == 1.0 and kq["A03.1"] == 0.0 and kq["B04.1"] == 0.0
     assert scores["knowledge-qa"]["professional_score"] < scores["full-model"]["professional_score"] / 2

@@ -144,12 +144,14 @@ def test_package_radii_give_the_stated_thin_phase(release):
     # the solve itself closes to about 1e-10 D.
     from icl.pro.package import load_package
 
-    checked, withheld = set(), set()
+    from icl.pro.generate import WITHHELD
+
+    checked, withheld, derived = set(), set(), set()
     for cdir in sorted(release.glob("inputs/*/*/cases/*")):
         pkg, where = _true_values(release, cdir, load_package(cdir)), cdir.relative_to(release).as_posix()
         imp = pkg["implant"]
-        if imp["thin_power"]["value"] is None:
-            # A withheld thin power must not be recoverable from the radii.
+        if imp["thin_power"]["value"] is None and imp["thin_power"]["source"] != WITHHELD:
+            # A thin power that is the unknown to infer (E02) must not be recoverable from the radii.
             assert imp["anterior_radius"]["value"] is None, where
             withheld.add(where.split("/")[2][:3])
             continue
@@ -157,11 +159,16 @@ def test_package_radii_give_the_stated_thin_phase(release):
         if traced is None:  # A04: geometry marked unknown, nothing to trace
             continue
         without, with_icl = traced
-        assert pkg["eye"]["thin_eye_excess"]["value"] == pytest.approx(-without, abs=0.01), where
-        assert imp["thin_power"]["value"] == pytest.approx(without - with_icl, abs=0.01), where
+        # B01, B06 and D06 withhold what their checks ask for: it is traced from the stated surfaces.
+        excess = pkg["eye"]["thin_eye_excess"]["value"]
+        power = imp["thin_power"]["value"]
+        derived.update(where.split("/")[2][:3] for v in (excess, power) if v is None)
+        excess = -without if excess is None else excess
+        power = without - with_icl if power is None else power
+        assert excess == pytest.approx(-without, abs=0.01), where
+        assert power == pytest.approx(without - with_icl, abs=0.01), where
         # The thin residual (eye excess + ICL power) is minus the traced refraction with the ICL.
-        resid = pkg["eye"]["thin_eye_excess"]["value"] + imp["thin_power"]["value"]
-        assert resid == pytest.approx(-with_icl, abs=0.01), where
+        assert excess + power == pytest.approx(-with_icl, abs=0.01), where
         if imp["thin_power"]["status"] == "estimated":  # E06: the radius range spans the power range
             lo, hi = imp["thin_power"]["uncertainty"]["range"]
             powers = sorted(without - _traced(pkg, anterior_radius=r)[1]
@@ -174,7 +181,7 @@ def test_package_radii_give_the_stated_thin_phase(release):
     # A04, which marks 2-4 parameters unknown of which at most one (the pupil) is not needed by the trace,
     # A05, which withholds the axial length and the crystalline lens (what a refraction cannot determine),
     # and E05, which withholds the vault in about half of its instances (all of them in some releases).
-    assert withheld == {"E02"}
+    assert withheld == {"E02"} and derived == {"B01", "B06", "D06"}
     assert set(BUILDERS) - {"A04", "A05", "E02", "E05"} <= checked <= set(BUILDERS) - {"A04", "A05", "E02"}
 
 
@@ -252,11 +259,13 @@ def test_ood_structures_never_appear_in_train_or_dev(release):
     for split in ("train", "dev"):
         for cdir in release.glob(f"inputs/{split}/*/cases/*"):
             eye, imp = load_json(cdir / "eye.json"), load_json(cdir / "implant.json")
-            assert eye["thin_eye_excess"]["value"] <= 12.5, cdir  # OOD: 14 to 17 D of myopia
+            excess = eye["thin_eye_excess"]["value"]  # B01 withholds it (to be traced)
+            assert excess is None or excess <= 12.5, cdir  # OOD: 14 to 17 D of myopia
             hole = imp["hole_diameter"]["value"]  # E02 withholds it (to be inferred)
             assert imp["optic_zone_diameter"]["value"] > 4.9 and (hole is None or hole < 0.5), cdir
     for cdir in release.glob("inputs/ood/*/cases/*"):
-        assert load_json(cdir / "eye.json")["thin_eye_excess"]["value"] >= 13.5, cdir
+        excess = load_json(cdir / "eye.json")["thin_eye_excess"]["value"]
+        assert excess is None or excess >= 13.5, cdir
 
 
 def test_every_task_states_its_model(release):
@@ -276,3 +285,60 @@ def test_every_task_states_its_model(release):
             assert "piston" in model["optic_phase"], p
         seen.add(task["template"])
     assert len(seen) == 36
+
+
+def _stated_numbers(iid_dir, case):
+    """Every dimensional number an instance states for a case, with its unit: package values and the task's
+    numeric fields (unit from the name's suffix). Dimensionless fields (conics, indices) are left out: a
+    refraction equal to minus a conic is a coincidence, not a copy."""
+    from icl.io import load_json
+    from icl.pro.package import load_package
+
+    out = {}
+    pkg = load_package(iid_dir / "cases" / case)
+    for fname, obj in pkg.items():
+        for name, p in obj.items():
+            v = p.get("value") if isinstance(p, dict) else None
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and p.get("unit") not in ("1", None):
+                out[f"{fname}.{name}"] = (float(v), p["unit"])
+    units = {"_mm": "mm", "_d": "D", "_arcmin": "arcmin", "_deg": "deg", "_nm": "nm"}
+    for k, v in load_json(iid_dir / "task.json").items():
+        unit = next((u for suffix, u in units.items() if k.endswith(suffix)), None)
+        if unit and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"task.{k}"] = (float(v), unit)
+    return out
+
+
+def test_no_scalar_answer_is_a_copy_of_stated_fields(release):
+    """No scalar check is answered, in every exact-input instance of its template, by a stated number, its
+    negation, or the sum or difference of two (B01.2, B01.3 and D06.1 were: minus thin_eye_excess, minus
+    the sum of thin_eye_excess and thin_power)."""
+    import itertools
+
+    from icl.io import load_json
+    from icl.pro.catalog import load_catalog
+
+    catalog = load_catalog(release / "catalog.json")
+    hits: dict[str, set[str]] = {}
+    counted: dict[str, int] = {}
+    for doc_path in sorted((release / "private" / "references").glob("*.json")):
+        doc = load_json(doc_path)
+        if doc["split"] not in ("train", "dev"):  # exact inputs: a copy would match to round-off
+            continue
+        tpl = catalog.template(doc["template"])
+        idir = release / "inputs" / doc["split"] / doc["instance"]
+        for ch in tpl.auto_checks:
+            r = doc["checks"][ch.id]
+            if ch.kind != "scalar" or not isinstance(r.get("value"), (int, float)):
+                continue
+            want, tol = float(r["value"]), ch.tolerance * (abs(float(r["value"])) if ch.relative else 1.0)
+            nums = _stated_numbers(idir, r["case"])
+            cands = {f"{k}": v for k, (v, _) in nums.items()} | {f"-{k}": -v for k, (v, _) in nums.items()}
+            for (a, (x, ua)), (b, (y, ub)) in itertools.combinations(nums.items(), 2):
+                if ua == ub:  # sums of like quantities only
+                    cands.update({f"{a}+{b}": x + y, f"-({a}+{b})": -(x + y)})
+            found = {name for name, v in cands.items() if abs(v - want) <= max(tol, 1e-12)}
+            hits[ch.id] = found if ch.id not in hits else hits[ch.id] & found
+            counted[ch.id] = counted.get(ch.id, 0) + 1
+    copied = {cid: sorted(v)[:5] for cid, v in hits.items() if v and counted[cid] >= 2}
+    assert not copied, copied

@@ -46,6 +46,7 @@ N_FAMILIES = {"train": 2, "dev": 2, "test": 4, "ood": 2}
 # Detector: 128 pixels of 6 arcsec (+-6.4 arcmin) unless an instance's pupil needs finer pixels (detector_grid).
 DET_N, DET_PITCH = 128, 6.0
 REDRAWS = 3  # redraw streams per instance (_build)
+WITHHELD = "withheld: derive it by a paraxial trace of this package's surfaces"
 PUPIL_RANGE = {False: (2.6, 4.0), True: (5.5, 6.5)}  # base eyes' pupil diameters (mm): in distribution, OOD
 DET_PITCHES = (6.0, 5.0, 4.5, 4.0)  # arcsec, coarsest first
 # The pixel-integration filter exists up to about 0.42 cycles per pixel of intensity band (pitch D / lambda);
@@ -233,6 +234,9 @@ class Built:
     engines: dict[str, str] = field(default_factory=dict)  # case -> engine of its reference PSF
     noise: dict[str, dict] = field(default_factory=dict)  # parameter -> true and stated value (icl.pro.noise)
     redraws: list[dict[str, str]] = field(default_factory=list)  # draws that failed before this one (_build)
+    # Fields written as unknown in every case's package (the references used them): what the task asks to
+    # derive by tracing the stated geometry, so that no answer is a copy of a stated field.
+    withheld: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -481,6 +485,8 @@ INTERFACES = [("air", "cornea"), ("cornea", "aqueous"), ("aqueous", "icl"), ("ic
 def b01(c: Ctx) -> Built:
     b = Built()
     b.cases["base"] = c.pkg()
+    # The package's thin fields are these very refractions (minus the excess, minus excess plus power).
+    b.withheld = ["eye.thin_eye_excess", "implant.thin_power"]
     # Traced here (equal to the stored values of the true eye), so a noise budget follows the biometry.
     al = c.e["axial_length"]
     b.refs = {"B01.1": {"case": "base", "value": c.e["power"]},
@@ -543,6 +549,7 @@ def b06(c: Ctx) -> Built:
     shift = round(float(c.rng.uniform(0.1, 0.3)), 3)
     moved = ref.ocular_refraction_d(icl_surfaces(c.e, c.f, shift), c.e["axial_length"])
     b.task = {"forward_movement_mm": shift}
+    b.withheld = ["implant.thin_power"]  # B06.2 asks for it: it is traced from the ICL's stated surfaces
     b.refs = {"B06.1": {"case": "base", "value": moved - c.f["refraction_with"]},
               "B06.2": {"case": "base", "value": c.f["thin_power"]}}
     return b
@@ -769,10 +776,12 @@ def d06(c: Ctx) -> Built:
                    thin_power=c.e["refraction"] - moved)
     _render(b, "moved", make_package(c.e, f_moved, c.eid, c.fid))
     b.task = {"forward_movement_mm": shift}
-    # The moved case states its exact thin power, so the residual (minus thin_eye_excess minus thin_power) is
-    # exact; the PSF and the Strehl ratio also read the measured pupil (icl.pro.noise: noisy_inputs).
+    # The moved ICL's thin power would give the residual away (minus thin_eye_excess minus thin_power): it
+    # is traced from the stated surfaces and the moved vault; the PSF and the Strehl ratio also read the
+    # measured pupil (icl.pro.noise: noisy_inputs).
+    b.withheld = ["implant.thin_power"]
     pupil = ["eye.pupil_diameter"]
-    b.refs = {"D06.1": {"case": "moved", "value": moved, "noisy_inputs": []},
+    b.refs = {"D06.1": {"case": "moved", "value": moved},
               "D06.2": {"cases": ["moved"], "noisy_inputs": pupil},
               "D06.3": {"case": "moved", "value": ref.strehl_defocus(-moved, c.e["pupil_diameter"], 550.0),
                         "noisy_inputs": pupil}}
@@ -1282,6 +1291,8 @@ def _write_instance(out: Path, catalog: Catalog, rec: dict, b: Built) -> None:
     idir = out / "inputs" / rec["split"] / rec["id"]
     for case, pkg in b.cases.items():
         for name, obj in pkg.items():
+            obj = {k: (dict(v, value=None, status="unknown", uncertainty=None, source=WITHHELD)
+                       if f"{name}.{k}" in b.withheld else v) for k, v in obj.items()}
             write_json(idir / "cases" / case / f"{name}.json", obj)
     for name, arrays in b.public_npz.items():
         write_npz(idir / f"{name}.npz", **arrays)

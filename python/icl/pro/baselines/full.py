@@ -77,6 +77,24 @@ def _icl(pkg: dict) -> dict:
     }
 
 
+def _derive_withheld(pkg: dict) -> dict:
+    """Fill ``eye.thin_eye_excess`` and ``implant.thin_power`` when the package withholds them (B01, B06, D06
+    ask for them): minus the traced refraction without the ICL, and the refraction it removes.
+    """
+    from icl.pro.generate import WITHHELD, eye_surfaces, icl_surfaces
+
+    excess, power = pkg["eye"]["thin_eye_excess"], pkg["implant"]["thin_power"]
+    if WITHHELD not in (excess["source"], power["source"]):
+        return pkg
+    e, f = _eye(pkg), _icl(pkg)
+    without = ref.ocular_refraction_d(eye_surfaces(e), e["axial_length"])
+    if excess["value"] is None:
+        excess["value"] = -without
+    if power["value"] is None:
+        power["value"] = without - ref.ocular_refraction_d(icl_surfaces(e, f), e["axial_length"])
+    return pkg
+
+
 def _lam(pkg: dict) -> float:
     return pkg["illumination"]["sources"][0]["spectrum"]["value"][0][0]
 
@@ -98,8 +116,8 @@ class Instance:
         self.keys = {c["id"]: c.get("key") for c in self.task["checks"]}
 
     def pkg(self, case: str) -> dict:
-        """Load one case's data package."""
-        return load_package(self.dir / "cases" / case)
+        """Load one case's data package, with the thin fields it withholds traced from its surfaces."""
+        return _derive_withheld(load_package(self.dir / "cases" / case))
 
     def thick(self) -> bool:
         """Whether the task states the thick traced eye."""
@@ -350,8 +368,8 @@ def _forward(t: Instance, tid: str) -> None:
         t.metric("first", "D05.2", lams[1] / lams[0])
         t.metric("first", "D05.3", [a * a * k / (w * 1e-9) for w in lams])
     elif tid == "D06":
-        # The moved case states the moved ICL's exact thin power (a trace of the measured biometry would
-        # carry its error): the residual is minus the eye excess minus that power.
+        # The moved ICL's thin power is traced from the stated surfaces and the moved vault: the residual is
+        # minus the eye excess minus that power.
         m = t.pkg("moved")
         moved = -_v(m, "eye.thin_eye_excess") - _v(m, "implant.thin_power")
         t.metric("moved", "D06.1", moved)
