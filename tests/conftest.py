@@ -22,6 +22,20 @@ HOST_ARITHMETIC_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_L2
                        "MKL_NUM_THREADS", "ICL_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _evaluator_key(tmp_path_factory):
+    """Runs are signed with an evaluator key (icl.sandbox.signing): the session's own, never the user's."""
+    import os
+
+    before = os.environ.get("ICL_EVALUATOR_KEY")
+    os.environ["ICL_EVALUATOR_KEY"] = str(tmp_path_factory.mktemp("evaluator") / "evaluator.key")
+    yield
+    if before is None:
+        os.environ.pop("ICL_EVALUATOR_KEY", None)
+    else:
+        os.environ["ICL_EVALUATOR_KEY"] = before
+
+
 @pytest.fixture(autouse=True)
 def _host_arithmetic_env_unchanged():
     import os

@@ -173,6 +173,7 @@ def test_sampling_intervention_flip_fails_g4(tmp_path):
     that changes between the cold start and that set fails G4 (here a vault and its category)."""
     from icl.io import load_json, write_json
     from icl.pro.evaluate import SAMPLING_SET, build_inputs, mark_sampling, record_sampling_check
+    from icl.sandbox.signing import artifact_hashes, sign
 
     sets = input_sets(["A01-04", "C01-04", "C01-05", "D02-04", "F03-04"], sampling=True)
     assert sets[SAMPLING_SET] == ["C01-04", "F03-04"]  # the first instance of each sampled template
@@ -192,10 +193,11 @@ def test_sampling_intervention_flip_fails_g4(tmp_path):
         for s, dv, cat in (("base", 0.0, refs["A02.2"]["value"]), (SAMPLING_SET, vault_shift, category)):
             write_json(run / s / "results" / ids[0] / "base" / "metrics.json",
                        {"vault_mm": refs["A02.1"]["value"] + dv, "vault_category": cat})
-        write_json(run / "sets.json", {"sets": [
-            {"set": "base", "instances": ids, "output": "base", "record": ok},
+        signed = {s: sign({**ok, "artifacts": artifact_hashes(run / s)}) for s in ("base", SAMPLING_SET)}
+        write_json(run / "sets.json", sign({"sets": [
+            {"set": "base", "instances": ids, "output": "base", "record": signed["base"]},
             {"set": SAMPLING_SET, "instances": [], "compares": ids[:1], "output": SAMPLING_SET,
-             "record": ok}]})
+             "record": signed[SAMPLING_SET]}]}))
         return run
 
     steady = fake_run("steady", 0.001, refs["A02.2"]["value"])  # within the 0.005 mm tolerance

@@ -81,7 +81,7 @@ def test_a_normal_run_writes_contract_results(layout, mechanism: str) -> None:
     assert rec.cpu_s > 0 and rec.peak_rss_bytes > 1024**2  # a Python process with numpy: > 1 MiB resident
     logs = Path(rec.logs["dir"])
     assert (logs / "stdout.log").read_text().startswith("C01: flux 1.0\nC05: flux 2.5\nnumpy ")
-    assert json.loads((logs / "run_record.json").read_text()) == json.loads(json.dumps(rec.to_dict()))
+    assert json.loads((logs / "run_record.json").read_text()) == json.loads(json.dumps(rec.signed_dict()))
     assert rec.to_dict()["ok"] is True
 
 

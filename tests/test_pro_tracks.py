@@ -6,6 +6,7 @@ import json
 import pytest
 from icl.pro.generate import generate
 from icl.pro.score import leaderboard, score_submission
+from icl.sandbox.signing import sign
 
 
 @pytest.fixture(scope="module")
@@ -18,10 +19,10 @@ def release(tmp_path_factory):
 def _run(tmp_path, name, track, effective, evidence=None):
     run = tmp_path / name
     (run / "set-0").mkdir(parents=True)
-    record = {"ok": True, "violations": [], "track": track, "effective_track": effective,
-              "track_evidence": evidence or {}}
-    (run / "sets.json").write_text(json.dumps({"sets": [{"set": 0, "instances": [], "output": "set-0",
-                                                          "record": record}]}))
+    record = sign({"ok": True, "violations": [], "track": track, "effective_track": effective,
+                   "track_evidence": evidence or {}})
+    (run / "sets.json").write_text(json.dumps(sign({"sets": [{"set": 0, "instances": [], "output": "set-0",
+                                                               "record": record}]})))
     return run
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from icl.errors import InputError
 from icl.io import load_json, write_json
+from icl.sandbox.signing import sign
 
 #: Boards a submission can be entered on (the first two follow its manifest's ``track``).
 BOARDS = ("from-scratch", "reference-assisted", "research")
@@ -217,7 +218,7 @@ def run_task(task: dict[str, Any], submission: dict[str, tuple], inputs: dict[st
         )
         return {
             "key": task["key"],
-            "record": record.to_dict(),
+            "record": record.signed_dict(),
             "output": pack_tree(out) if out.is_dir() else {},
             "logs": pack_tree(logs) if logs.is_dir() else {},
             "worker": {
@@ -374,7 +375,7 @@ def evaluate_board(
             else:
                 write_json(
                     d / "run.json",
-                    {"set": HALO_SET, "record": by_key[f"{e.name}/run{k}/{HALO_SET}"]["record"]},
+                    sign({"set": HALO_SET, "record": by_key[f"{e.name}/run{k}/{HALO_SET}"]["record"]}),
                 )
     doc = {
         "format": FORMAT,

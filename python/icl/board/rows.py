@@ -96,10 +96,26 @@ def _score_pro(release: str, run_dirs: list[Path], name: str, ids: list[str], n:
     return s
 
 
+def _halo_record(run_dir: Path) -> dict:
+    """The harness record of one halo board run (``run.json``), verified as :func:`icl.pro.score.load_sets`
+    verifies ``sets.json``: the file's signature, the record's, and the OUTPUT against its artifact hashes."""
+    from icl.sandbox.signing import verify, verify_artifacts
+
+    path = run_dir / "run.json"
+    doc = load_json(path)
+    record = doc.get("record") if isinstance(doc, dict) else None
+    if not isinstance(record, dict):
+        raise InputError("expected {set, record}", str(path), "record")
+    verify(doc, path)
+    verify(record, path, "record")
+    verify_artifacts(record, run_dir / HALO_SET, path, "record.artifacts")
+    return record
+
+
 def _score_halo(release: str, run_dirs: list[Path], name: str) -> dict:
     from icl.halo.evaluate import evaluate, load_release
 
-    records = [load_json(d / "run.json")["record"] for d in run_dirs]
+    records = [_halo_record(d) for d in run_dirs]
     splits = {}
     for split in HALO_SPLITS:
         loaded = load_release(release, split)

@@ -305,7 +305,7 @@ def run_sets(
             logs_dir=run_dir / "logs" / name,
             mechanism=mechanism,
         )
-        rows.append(set_row(run_dir, name, ids, rec.to_dict()))
+        rows.append(set_row(run_dir, name, ids, rec.signed_dict()))
     return write_sets(run_dir, submission, frozen_hash, rows, release)
 
 
@@ -329,7 +329,10 @@ def write_sets(
     rows: list[dict],
     release: str | os.PathLike | None = None,
 ) -> dict:
-    """Write ``run_dir/sets.json`` from the rows of every set of one run (and its sampling check)."""
+    """Write ``run_dir/sets.json`` from the rows of every set of one run (and its sampling check), signed
+    with the evaluator key (:mod:`icl.sandbox.signing`); each row's record carries the harness's signature."""
+    from icl.sandbox.signing import sign
+
     doc = {
         "format": "icl-pro-run-sets/1",
         "submission": str(Path(submission).resolve()),
@@ -338,16 +341,22 @@ def write_sets(
     }
     if release is not None and any(r["set"] == SAMPLING_SET for r in rows):
         doc["sampling_check"] = sampling_check(release, run_dir, rows)
+    doc = sign(doc)
     write_json(Path(run_dir) / "sets.json", doc)
     return doc
 
 
 def record_sampling_check(release: str | os.PathLike, run_dir: str | os.PathLike) -> dict:
-    """Run :func:`sampling_check` again on an evaluated run and store its result in ``sets.json``."""
+    """Run :func:`sampling_check` again on an evaluated run and store its result in ``sets.json`` (verified
+    first, signed again)."""
+    from icl.pro.score import load_sets
+    from icl.sandbox.signing import sign
+
+    load_sets(run_dir)
     path = Path(run_dir) / "sets.json"
     doc = load_json(path)
     doc["sampling_check"] = sampling_check(release, run_dir)
-    write_json(path, doc)
+    write_json(path, sign(doc))
     return doc["sampling_check"]
 
 

@@ -519,7 +519,15 @@ def review_record(path: str | Path | None) -> tuple[dict[tuple[str, str], dict],
 
 
 def load_sets(run_dir: str | Path) -> list[dict] | None:
-    """The harness sets of an evaluated run (``sets.json``, see :mod:`icl.pro.evaluate`), or None."""
+    """The harness sets of an evaluated run (``sets.json``, see :mod:`icl.pro.evaluate`), or None.
+
+    The file is trusted only as the evaluator wrote it: its signature, the harness's signature of every
+    record and each set's OUTPUT against the record's artifact hashes are verified
+    (:mod:`icl.sandbox.signing`); an unsigned or altered file, or an OUTPUT changed since the run, raises
+    :class:`InputError` naming the file.
+    """
+    from icl.sandbox.signing import verify, verify_artifacts
+
     p = Path(run_dir) / "sets.json"
     if not p.is_file():
         return None
@@ -541,6 +549,10 @@ def load_sets(run_dir: str | Path) -> list[dict] | None:
         out = row["output"]
         if not out or "/" in out or "\\" in out or out.startswith("."):
             raise InputError("output must be a folder name inside the run", str(p), f"sets[{i}].output")
+    verify(doc, p)
+    for i, row in enumerate(sets):
+        verify(row["record"], p, f"sets[{i}].record")
+        verify_artifacts(row["record"], Path(run_dir) / row["output"], p, f"sets[{i}].output")
     return sets
 
 

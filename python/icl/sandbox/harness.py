@@ -49,6 +49,7 @@ from icl.sandbox.cgroups import RunGroup
 from icl.sandbox.fstree import collect_output, remove_tree, scan, stage_tree, tree_sha256
 from icl.sandbox.layout import INPUT_MOUNT, OUTPUT_MOUNT, SITE_MOUNT, SUBMISSION_MOUNT, TRACKS, Mount, layout
 from icl.sandbox.seccomp import REFUSED, build_filter
+from icl.sandbox.signing import evaluator_key, key_outside, sign
 
 __all__ = [
     "SANDBOX_GID",
@@ -319,6 +320,11 @@ class RunRecord:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, with ``ok`` included."""
         return {**asdict(self), "ok": self.ok}
+
+    def signed_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` with the evaluator's signature (:mod:`icl.sandbox.signing`): what is written
+        as ``run_record.json`` and what the scorers accept."""
+        return sign(self.to_dict())
 
     def _violate(self, code: str, message: str) -> None:
         if code not in self.violations:
@@ -733,6 +739,8 @@ def run_submission(
         raise InputError("missing, a link, or not executable", str(run), "run")
     if track is not None and track not in TRACKS:
         raise InputError(f"track must be one of {TRACKS}, got {track!r}", None, "track")
+    evaluator_key()  # the record is signed: no run without the key (created on first use)
+    key_outside(submission, input_dir, output_dir, logs)
     mechs = available_mechanisms()
     mechanism = mechanism or (mechs[0] if mechs else None)
     if mechanism not in mechs:
@@ -829,7 +837,7 @@ def run_submission(
     record.code_sha256_after = tree_sha256(submission)
     if record.code_sha256_after != record.code_sha256_before:
         record._violate("code_changed", "the submission's files changed during the run")
-    logs.write_json("run_record.json", record.to_dict())
+    logs.write_json("run_record.json", record.signed_dict())
     logs.close()
     return record
 
@@ -1070,4 +1078,4 @@ def _write_logs(
             "stderr_sha256": hashlib.sha256(err).hexdigest(),
         }
     )
-    logs.write_json("run_record.json", record.to_dict())
+    logs.write_json("run_record.json", record.signed_dict())
