@@ -93,3 +93,32 @@ def test_halo_run_puts_it_off_the_from_scratch_board(scrambled, tmp_path) -> Non
     boards = json.loads((tmp_path / "score.json").read_text())["boards"]
     assert boards["from-scratch"]["score"] == 0.0 and "source/fastmath.so" in boards["from-scratch"]["reason"]
     assert "reference-assisted" in boards
+
+
+CARRIER_RUN = """#!/bin/sh
+# The same package carried in a declared data format (a uint8 .npy array), decoded into /tmp at run time.
+python3 - <<'PY'
+import io, tarfile
+import numpy as np
+data = np.load("/submission/source/weights.npy")
+key = np.frombuffer(bytes.fromhex("%s"), np.uint8)
+tarfile.open(fileobj=io.BytesIO((data ^ np.resize(key, data.size)).tobytes())).extractall("/tmp/pkg")
+PY
+""" % KEY.hex()
+
+
+@pytest.mark.parametrize("mechanism", available_mechanisms())
+def test_a_package_decoded_at_run_time_from_declared_data_is_found(scrambled, tmp_path, mechanism) -> None:
+    sub = tmp_path / "sub"
+    (sub / "source").mkdir(parents=True)
+    np.save(sub / "source" / "weights.npy", np.fromfile(scrambled / "source" / "weights.bin", np.uint8))
+    (sub / "run").write_text(CARRIER_RUN)
+    (sub / "run").chmod(0o755)
+    (tmp_path / "in").mkdir()
+    rec = run_submission(sub, tmp_path / "in", tmp_path / "out", limits=LIMITS, mechanism=mechanism)
+    assert rec.ok, rec.messages
+    ev = rec.track_evidence
+    assert rec.effective_track == "reference-assisted" and "runtime" in ev and ev["opaque"] == []
+    assert "tmp/pkg/icl/_core.so" in ev["runtime"]["hits"]
+    assert any(h.startswith("tmp/pkg/icl/optics/") for h in ev["runtime"]["hits"])
+    assert ev["summary"].startswith("at run time: ") and rec.runtime_scan["files"] == 6

@@ -71,6 +71,8 @@ OUTPUT_POLL_S = 0.25
 #: What is still hashed and kept of an OUTPUT past its size or entry limit (for diagnosis only).
 DIAGNOSTIC_BYTES = 16 * 1024**2
 DIAGNOSTIC_ENTRIES = 1000
+#: Most bytes of the files left in /tmp and /dev/shm that the wrapper sends for the provenance scan.
+EVIDENCE_BYTES = 64 * 1024**2
 #: Where the run's folders are staged (a neutral path: it is what the sandbox's mount table shows).
 STAGING_ENV = "ICL_SANDBOX_STAGING"
 #: Patterns in the program's stderr that name a refused allocation or fork (the kernel reports the
@@ -92,9 +94,11 @@ FORK_PATTERNS = re.compile(
 # the sandbox's mount namespace for this one step), reports the network counters of the namespace before and
 # after, the writable mounts still executable, whether the seccomp filter (argv[1], hex; "-" for none) was
 # installed in the program's process, and the rusage of the program and the descendants it waited for, on
-# fd 3, which the program does not inherit.
+# fd 3; after the program has exited it sends the regular files of /tmp and /dev/shm (up to argv[2] bytes)
+# as a tar stream on fd 4, for the provenance scan (CAP_DAC_READ_SEARCH lets it read them). The program
+# inherits neither descriptor.
 _WRAPPER = r"""
-import ctypes, json, os, re, sys
+import ctypes, io, json, os, re, stat, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
@@ -148,6 +152,36 @@ def seccomp(prog):
     if libc.prctl(22, 2, ctypes.addressof(fp), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         return "refused by the kernel: " + os.strerror(ctypes.get_errno())
     return "installed"
+def evidence(cap):
+    import tarfile
+    t0, sent, files, skipped = time.monotonic(), 0, 0, 0
+    try:
+        sink = os.fdopen(4, "wb")
+    except OSError:
+        return
+    with sink, tarfile.open(fileobj=sink, mode="w|") as tf:
+        for top in ("/tmp", "/dev/shm"):
+            for folder, _, names in os.walk(top):
+                for name in names:
+                    path = os.path.join(folder, name)
+                    try:
+                        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    except OSError:
+                        skipped += 1
+                        continue
+                    with os.fdopen(fd, "rb") as fh:
+                        st = os.fstat(fd)
+                        if not stat.S_ISREG(st.st_mode):
+                            continue
+                        if sent + st.st_size > cap:
+                            skipped += 1
+                            continue
+                        data = fh.read(st.st_size)
+                    info = tarfile.TarInfo(path.lstrip("/"))
+                    info.size = len(data)
+                    tf.addfile(info, io.BytesIO(data))
+                    sent, files = sent + len(data), files + 1
+    os.write(3, ("#evidence %d %d %d %.3f\n" % (files, sent, skipped, time.monotonic() - t0)).encode())
 lo_up()
 os.write(3, ("#writable-exec %s\n" % json.dumps(noexec())).encode())
 os.write(3, ("#before\n" + snap()).encode())
@@ -157,11 +191,19 @@ if pid == 0:
         got = seccomp(bytes.fromhex(sys.argv[1]) if sys.argv[1] != "-" else b"")
         os.write(3, ("#seccomp %s\n" % got).encode())
         os.close(3)
-        os.execvp(sys.argv[2], sys.argv[2:])
+        try:
+            os.close(4)
+        except OSError:
+            pass
+        os.execvp(sys.argv[3], sys.argv[3:])
     finally:
         os._exit(127)
 _, status, ru = os.wait4(pid, 0)
 code = os.waitstatus_to_exitcode(status)
+try:
+    evidence(int(sys.argv[2]))
+except OSError:  # the harness stopped reading: the scan goes without
+    pass
 os.write(3, ("#after\n" + snap() + "#rusage %r %r %d\n" % (ru.ru_utime, ru.ru_stime, ru.ru_maxrss)).encode())
 sys.exit(code if code >= 0 else 128 - code)
 """
@@ -279,6 +321,11 @@ class RunRecord:
     mounts the kernel would not remount ``noexec``; empty when every one is), ``seccomp`` (``installed``, or
     why not) and ``seccomp_refuses`` (the system calls refused, :mod:`icl.sandbox.seccomp`). A fallback is
     also said in ``messages``; either is None when the sandbox was stopped before the wrapper reported.
+
+    ``runtime_scan`` (from-scratch runs): the files the program left in ``/tmp`` and ``/dev/shm`` (files,
+    bytes, skipped past the bound, seconds) and in OUTPUT, scanned for reference code after the run
+    (:func:`icl.sandbox.provenance.scan_runtime`); a hit there moves the run to reference-assisted too, with
+    the evidence under ``track_evidence["runtime"]``.
     """
 
     mechanism: str
@@ -311,6 +358,7 @@ class RunRecord:
     frozen_sha256: str | None = None
     overhead_s: dict[str, float] = field(default_factory=dict)
     hardening: dict[str, Any] = field(default_factory=dict)
+    runtime_scan: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -372,9 +420,11 @@ def _drop_privileges(uid: int | None) -> list[str]:
 
 
 def _wrapper_argv(inner: list[str]) -> list[str]:
-    """The trusted wrapper's command line: interpreter, wrapper, seccomp filter (hex), then the program."""
+    """The trusted wrapper's command line: interpreter, wrapper, seccomp filter (hex), the most bytes of
+    ``/tmp`` and ``/dev/shm`` sent for the provenance scan, then the program."""
     prog = build_filter()
-    return [_wrapper_python(), "-I", "-S", "-c", _WRAPPER, prog.hex() if prog else "-", *inner]
+    return [_wrapper_python(), "-I", "-S", "-c", _WRAPPER, prog.hex() if prog else "-", str(EVIDENCE_BYTES),
+            *inner]
 
 
 def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root_user: bool) -> list[str]:
@@ -396,8 +446,9 @@ def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root
         # uid 0 could not remount what the first one mounted.
         argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
     # What the wrapper needs: CAP_SYS_ADMIN to remount writable mounts noexec, CAP_SETUID/CAP_SETGID for
-    # setpriv to switch to the sandbox uid; setpriv drops them all before the program starts.
-    for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID"):
+    # setpriv to switch to the sandbox uid, CAP_DAC_READ_SEARCH to read what the program left in /tmp;
+    # setpriv drops them all before the program starts.
+    for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_DAC_READ_SEARCH"):
         argv += ["--cap-add", cap]
     for m in mounts:
         if m.kind == "ro":
@@ -620,11 +671,13 @@ def _sample_usage(pids: list[int], cpu: dict[int, float]) -> int:
     return peak
 
 
-def _preexec(limits: Limits, status_fd: int, cpus: list[int], group: RunGroup | None) -> None:
-    """In the forked child before ``exec``: control group, limits, CPU affinity, the status pipe on fd 3."""
+def _preexec(limits: Limits, status_fd: int, evidence_fd: int, cpus: list[int], group: RunGroup | None) -> None:
+    """In the forked child before ``exec``: control group, limits, CPU affinity, the status pipe on fd 3 and
+    the evidence pipe on fd 4 (both passed in above fd 9, so neither dup2 overwrites the other)."""
     if group is not None:
         group.join()
     os.dup2(status_fd, 3)
+    os.dup2(evidence_fd, 4)
     os.sched_setaffinity(0, cpus)
     if group is None:  # the recorded last resort: per process and per uid
         mem = limits.memory_bytes
@@ -825,10 +878,12 @@ def run_submission(
         record.overhead_s["cgroup"] = round(time.monotonic() - t0, 3)
         record.memory_mechanism = group.mechanism if group else "rlimit_as"
         record.process_mechanism = group.mechanism if group else "rlimit_nproc"
-        _execute(record, limits, stage, group, mechanism, granted, root_user, logs)
+        evidence = _execute(record, limits, stage, group, mechanism, granted, root_user, logs)
         if group is not None:
             record.peak_memory_bytes = group.peak_memory()
         _collect(record, limits, staged_out, out_folder.fd, owner)
+        if declared == "from-scratch":
+            _runtime_provenance(record, evidence, output_dir)
     finally:
         if group is not None:
             group.remove()
@@ -840,6 +895,30 @@ def run_submission(
     logs.write_json("run_record.json", record.signed_dict())
     logs.close()
     return record
+
+
+def _runtime_provenance(record: RunRecord, evidence: bytes, output_dir: Path) -> None:
+    """Scan what a from-scratch program left in ``/tmp``, ``/dev/shm`` and OUTPUT for reference code."""
+    from icl.sandbox.provenance import scan_runtime
+
+    t0 = time.monotonic()
+    try:
+        found = scan_runtime(evidence, output_dir)
+    except (OSError, ValueError) as exc:
+        found = {"hits": [], "summary": f"the run-time scan failed: {exc}"}
+    record.overhead_s["runtime_provenance"] = round(time.monotonic() - t0, 3)
+    record.runtime_scan.update(found)
+    if found["hits"]:
+        before = record.track_evidence
+        parts = [before["summary"]] if before.get("hits") else []
+        record.effective_track = "reference-assisted"
+        record.track_evidence = {
+            **before,
+            "hits": sorted({*before.get("hits", []), *found["hits"]}),
+            "runtime": found,
+            "summary": "; ".join([*parts, "at run time: " + found["summary"]]),
+        }
+        record.messages.append("declared from-scratch, counted as reference-assisted at run time: " + found["summary"])
 
 
 def _refuse(record: RunRecord, logs: OwnFolder, code: str, message: str) -> RunRecord:
@@ -860,8 +939,12 @@ def _execute(
     granted: list[int],
     root_user: bool,
     logs: OwnFolder,
-) -> None:
-    """Start the sandbox, watch it until it ends, and fill the record's usage, status and limits."""
+) -> bytes:
+    """Start the sandbox, watch it until it ends, and fill the record's usage, status and limits.
+
+    Returns the tar stream of the files the program left in ``/tmp`` and ``/dev/shm`` (empty when the
+    sandbox was stopped before the wrapper sent it).
+    """
     uid = SANDBOX_UID if root_user else os.geteuid()
     mounts, path = layout(
         stage / "submission", stage / "input", stage / "output", limits.tmp_bytes, record.track
@@ -870,7 +953,7 @@ def _execute(
     program = [*_drop_privileges(SANDBOX_UID if root_user else None), *record.command]
     newroot = None
     args_file = None
-    keep = [3]
+    keep = [3, 4]
     if mechanism == "bwrap":
         # The arguments name host paths; read from a file they are not on the command line that the
         # sandbox's first process (bubblewrap's init) shows in /proc/1/cmdline.
@@ -887,7 +970,8 @@ def _execute(
         # Without a control group, other processes of the same uid count against RLIMIT_NPROC.
         limits = Limits(**{**asdict(limits), "processes": limits.processes + len(_uid_processes(uid))})
 
-    status_r, status_w = os.pipe()
+    status_r, status_w = _high_pipe()
+    evidence_r, evidence_w = _high_pipe()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -898,10 +982,11 @@ def _execute(
             pass_fds=tuple(keep),
             start_new_session=True,
             env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-            preexec_fn=lambda: _preexec(limits, status_w, granted, group),
+            preexec_fn=lambda: _preexec(limits, status_w, evidence_w, granted, group),
         )
     finally:
         os.close(status_w)
+        os.close(evidence_w)
         if args_file is not None:
             os.close(args_fd)
             args_file.close()
@@ -909,6 +994,11 @@ def _execute(
     status_text = bytearray()
     status_thread = threading.Thread(target=lambda: _drain(status_r, status_text), daemon=True)
     status_thread.start()
+    evidence = bytearray()
+    evidence_thread = threading.Thread(
+        target=lambda: _drain(evidence_r, evidence, 2 * EVIDENCE_BYTES), daemon=True
+    )
+    evidence_thread.start()
     killed_for = None
     next_output = start
     sampled_cpu: dict[int, float] = {}
@@ -937,7 +1027,7 @@ def _execute(
     if group is not None:
         group.kill_all()  # daemons the program left behind in its namespace died with it; be sure
     proc.returncode = os.waitstatus_to_exitcode(wstatus)
-    for t in (out.thread, err.thread, status_thread):
+    for t in (out.thread, err.thread, status_thread, evidence_thread):
         t.join(timeout=5)
     if newroot is not None:
         newroot.rmdir()
@@ -963,6 +1053,14 @@ def _execute(
         record.peak_processes = group.peak_processes() or record.peak_processes
     _classify(record, limits, killed_for, bytes(err.data), group)
     _write_logs(record, logs, bytes(out.data), bytes(err.data), out.total, err.total)
+    m = re.search(r"^#evidence (\d+) (\d+) (\d+) (\S+)$", status_text.decode("utf-8", "replace"), re.M)
+    record.runtime_scan = (
+        {"files": int(m.group(1)), "bytes": int(m.group(2)), "skipped": int(m.group(3)),
+         "seconds": float(m.group(4))}
+        if m
+        else {"summary": "not sent: the sandbox was stopped before the program's files were read"}
+    )
+    return bytes(evidence)
 
 
 def _collect(
@@ -1011,11 +1109,22 @@ def _violate_output(record: RunRecord, limits: Limits, code: str, when: str) -> 
     record._violate(code, f"{text} ({when})")
 
 
-def _drain(fd: int, sink: bytearray) -> None:
+def _drain(fd: int, sink: bytearray, cap: int = 1 << 20) -> None:
     with os.fdopen(fd, "rb") as fh:
         while chunk := fh.read(65536):
-            if len(sink) < 1 << 20:
+            if len(sink) < cap:
                 sink += chunk
+
+
+def _high_pipe() -> tuple[int, int]:
+    """A pipe whose ends sit above fd 9 (close-on-exec), clear of the fds 3 and 4 the child sets up."""
+    fds = os.pipe()
+    try:
+        r, w = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return r, w
 
 
 def _classify(

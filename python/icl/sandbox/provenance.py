@@ -509,6 +509,66 @@ def scan_submission(submission: str | os.PathLike) -> dict[str, Any]:
     }
 
 
+def scan_runtime(evidence: bytes, output_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Look for reference code in what a program left behind: the tar stream of its ``/tmp`` and
+    ``/dev/shm`` (members named ``tmp/...``, ``dev/shm/...``) and its OUTPUT.
+
+    Only matches count here (file hashes and code similarity, inside any container): programs write binary
+    data at run time, so opaque content is no evidence. A package decoded from data in a declared format
+    and written out to be imported is found this way.
+
+    Returns
+    -------
+    dict
+        ``hits``, ``hash_matches``, ``code`` (hits only), ``scanned`` (files) and ``summary``.
+
+    """
+    docs, ref_hashes, _, _ = _reference_now()
+    scan = _Scan(ref_hashes)
+    scanned = 0
+    if evidence:
+        for member, data in _lenient_tar(evidence):
+            scan.look(member, data, 1)
+            scanned += 1
+    if output_dir is not None and Path(output_dir).is_dir():
+        for e in walk(Path(output_dir), MAX_TREE_DEPTH):
+            if stat.S_ISREG(e.st.st_mode) and e.st.st_size <= MAX_MEMBER:
+                fd = os.open(e.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=e.dir_fd)
+                with os.fdopen(fd, "rb") as fh:
+                    scan.look(f"OUTPUT/{e.rel}", fh.read(MAX_MEMBER + 1))
+                scanned += 1
+    code = [r for r in scan.code if r["hit"]]
+    hits = sorted({m["file"] for m in scan.hash_matches} | {r["file"] for r in code})
+    summary = (
+        f"{len(hits)} file(s) written by the program match the reference package: "
+        f"{len(scan.hash_matches)} by SHA-256, {len(code)} by code similarity: {', '.join(hits[:5])}"
+        + (" ..." if len(hits) > 5 else "")
+        if hits
+        else "no file written by the program matches the reference package"
+    )
+    return {"hits": hits, "hash_matches": scan.hash_matches[:100], "code": code[:20], "scanned": scanned,
+            "summary": summary}
+
+
+def _lenient_tar(data: bytes) -> list[tuple[str, bytes]]:
+    """Regular members of a tar stream, up to where it ends or breaks (a stream cut at its bound)."""
+    import io
+    import tarfile
+
+    out: list[tuple[str, bytes]] = []
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r|") as tf:
+            for info in tf:
+                if len(out) >= MAX_ENTRIES:
+                    break
+                if info.isfile() and info.size <= MAX_MEMBER:
+                    fh = tf.extractfile(info)
+                    out.append((info.name, fh.read() if fh else b""))
+    except (tarfile.TarError, EOFError, OSError):
+        pass
+    return out
+
+
 def classify_track(submission: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     """Return the track a submission declared from-scratch counts for, and the evidence.
 
