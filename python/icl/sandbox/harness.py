@@ -20,7 +20,9 @@ The submission, the input and OUTPUT are staged under a neutral folder (hard lin
 moved to the host folder after the run), so the sandbox's mount table names no host path of theirs. The
 run's processes share one control group (:mod:`icl.sandbox.cgroups`) that caps their total memory and
 number; where no cgroup can be made, ``RLIMIT_AS`` and ``RLIMIT_NPROC`` stand in and the record says so.
-The program itself runs as an unprivileged uid with every capability dropped.
+The program itself runs as an unprivileged uid with every capability dropped, every writable mount
+``noexec`` and a seccomp filter (:mod:`icl.sandbox.seccomp`). The record is signed with the evaluator key
+(:mod:`icl.sandbox.signing`).
 """
 
 from __future__ import annotations
