@@ -447,10 +447,12 @@ def _bwrap_argv(mounts: list[Mount], env: dict[str, str], inner: list[str], root
         # Uid 0 of a user namespace of its own (the host user outside): without a second namespace, whose
         # uid 0 could not remount what the first one mounted.
         argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
-    # What the wrapper needs: CAP_SYS_ADMIN to remount writable mounts noexec, CAP_SETUID/CAP_SETGID for
-    # setpriv to switch to the sandbox uid, CAP_DAC_READ_SEARCH to read what the program left in /tmp;
-    # setpriv drops them all before the program starts.
-    for cap in ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_DAC_READ_SEARCH"):
+    # What the wrapper needs where bwrap would drop it (a harness not run as root; as root bwrap keeps every
+    # capability): CAP_SYS_ADMIN to remount writable mounts noexec, CAP_DAC_READ_SEARCH to read what the
+    # program left in /tmp, CAP_SETPCAP for setpriv to empty the bounding set (without it the program, uid
+    # 0 of its namespace, would get these back at exec), CAP_SETUID/CAP_SETGID for setpriv to switch to the
+    # sandbox uid. setpriv drops them all before the program starts.
+    for cap in ("CAP_SYS_ADMIN", "CAP_DAC_READ_SEARCH", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID"):
         argv += ["--cap-add", cap]
     for m in mounts:
         if m.kind == "ro":
