@@ -234,6 +234,13 @@ def test_cli_validate(sub: Path) -> None:
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.output)["ok"] is True
     assert json.loads(ok.output)["code_sha256"] == tree_sha256(sub)
+    assert json.loads(ok.output)["track_check"]["counts_for"] == "from-scratch"
+    # A valid from-scratch submission with opaque content is told where it will count, before any run.
+    (sub / "source" / "weights.dat").write_bytes(bytes(range(256)) * 64)
+    moved = runner.invoke(cmd, [str(sub)])
+    assert moved.exit_code == 0 and "counts as reference-assisted" in moved.output
+    assert "source/weights.dat" in moved.output
+    (sub / "source" / "weights.dat").unlink()
     (sub / "report.md").write_text("   \n")
     bad = runner.invoke(cmd, [str(sub)])
     assert bad.exit_code == 1

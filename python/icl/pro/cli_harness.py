@@ -12,24 +12,40 @@ import click
 @click.argument("submission", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def pro_validate(submission: Path, as_json: bool) -> None:
-    """Check a professional-track SUBMISSION folder against the contract (exit 1 if it fails)."""
+    """Check a professional-track SUBMISSION folder against the contract (exit 1 if it fails).
+
+    A valid submission declared from-scratch is also scanned as the harness will scan it before each run
+    (:func:`icl.sandbox.provenance.classify_track`): the track it would count for is printed, with the
+    files that move it (reference code, opaque content). That is a notice, not a failure.
+    """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from icl.io import dumps_json
     from icl.pro.contract import validate_submission
     from icl.sandbox.fstree import tree_sha256
+    from icl.sandbox.harness import manifest_track
+    from icl.sandbox.provenance import classify_track
 
     report = validate_submission(submission)
     # The hash to freeze the code with (pass it to pro-run --frozen-hash); only for a valid submission.
     code_hash = tree_sha256(submission) if report.ok else None
+    counts = None
+    if report.ok and manifest_track(submission) == "from-scratch":
+        track, evidence = classify_track(submission)
+        counts = {"declared": "from-scratch", "counts_for": track, "summary": evidence["summary"],
+                  "hits": evidence["hits"][:20]}
     if as_json:
-        click.echo(dumps_json({**report.to_dict(), "code_sha256": code_hash}), nl=False)
+        click.echo(dumps_json({**report.to_dict(), "code_sha256": code_hash, "track_check": counts}), nl=False)
     else:
         console = Console(soft_wrap=True)
         if report.ok:
             console.print(f"[green]valid[/green]: {submission} ({len(report.cases)} case(s))")
             console.print(f"code sha256: {code_hash}")
+            if counts and counts["counts_for"] != "from-scratch":
+                console.print(f"[yellow]declared from-scratch, counts as {counts['counts_for']}[/yellow]: "
+                              + escape(counts["summary"]))
         else:
             table = Table("file", "field", "problem", title=f"{submission}: {len(report.issues)} problem(s)")
             for issue in report.issues:

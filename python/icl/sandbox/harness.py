@@ -693,7 +693,7 @@ def _preexec(limits: Limits, status_fd: int, evidence_fd: int, cpus: list[int], 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _manifest_track(submission: Path) -> str | None:
+def manifest_track(submission: Path) -> str | None:
     """Return the ``track`` of ``submission/manifest.json`` when it names one of :data:`TRACKS`."""
     path = submission / "manifest.json"
     try:
@@ -813,7 +813,7 @@ def run_submission(
         out_folder.close()
         raise
 
-    declared = track or _manifest_track(submission) or "from-scratch"
+    declared = track or manifest_track(submission) or "from-scratch"
     inner = [f"{SUBMISSION_MOUNT}/run", INPUT_MOUNT, OUTPUT_MOUNT]
     host_cpus = sorted(os.sched_getaffinity(0))
     granted = host_cpus[: limits.cpus]
