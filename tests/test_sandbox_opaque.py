@@ -136,3 +136,31 @@ def test_split_blobs_count_together(tmp_path: Path) -> None:
     track, ev = classify_track(sub)
     assert track == "reference-assisted"
     assert {o["file"] for o in ev["opaque"]} == {f"part{i}.bin" for i in range(5)}
+
+
+def test_a_compression_bomb_is_bounded_and_opaque(tmp_path: Path) -> None:
+    import time
+
+    from icl.sandbox.provenance import MAX_MEMBER
+
+    (tmp_path / "zeros.bin").write_bytes(gzip.compress(b"\0" * (MAX_MEMBER + 1024**2), compresslevel=1))
+    t0 = time.monotonic()
+    track, ev = classify_track(tmp_path)
+    assert time.monotonic() - t0 < 10
+    assert track == "reference-assisted" and "past the scan's bound" in ev["opaque"][0]["reason"]
+
+
+def test_damaged_containers_never_break_the_scan(tmp_path: Path) -> None:
+    import random
+
+    tar = _tar({"painter.py": _module()})
+    seeds = [tar, _zip({"a.py": _module(), "b.tar.xz": lzma.compress(tar)}), gzip.compress(tar),
+             lzma.compress(tar, format=lzma.FORMAT_ALONE)]
+    rng = random.Random(7)
+    for i in range(60):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        (tmp_path / f"x{i}.bin").write_bytes(bytes(data[: rng.randrange(len(data)) or None]))
+    track, ev = classify_track(tmp_path)  # every file is read as far as it goes: no exception escapes
+    assert track == "reference-assisted" and len(ev["hits"]) >= 30

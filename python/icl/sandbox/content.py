@@ -20,6 +20,7 @@ import tarfile
 import zipfile
 import zlib
 from collections import Counter
+from collections.abc import Iterator
 
 #: Archives whose members are listed, and compressed streams that are decompressed, then looked into.
 ARCHIVES = ("zip", "tar")
@@ -66,6 +67,8 @@ _CODE_MAGIC = (
     (b"BZh", "bzip2"),
     (b"\xfd7zXZ\x00", "xz"),
 )
+#: Memory the lzma decoder may use (the dictionary size is the stream's own claim).
+LZMA_MEMORY = 256 * 1024**2
 #: Bytes looked at to tell text from binary and to guess a language.
 TEXT_PROBE = 64 * 1024
 _PYTHON = re.compile(rb"^[ \t]*(def \w+\(|class \w+[(:]|import \w|from [\w.]+ import )", re.M)
@@ -122,8 +125,8 @@ def _is_lzma_alone(data: bytes) -> bool:
     if len(data) < 14 or data[0] >= 225:
         return False
     try:
-        lzma.LZMADecompressor(lzma.FORMAT_ALONE).decompress(data[:65536], max_length=4096)
-    except lzma.LZMAError:
+        lzma.LZMADecompressor(lzma.FORMAT_ALONE, memlimit=LZMA_MEMORY).decompress(data[:65536], max_length=4096)
+    except (lzma.LZMAError, EOFError):
         return False
     return True
 
@@ -166,7 +169,7 @@ def _npy_ok(data: bytes) -> bool:
         if dtype.hasobject:  # pickled objects: code, not data
             return False
         n = math.prod(header["shape"]) * dtype.itemsize
-    except (ValueError, SyntaxError, KeyError, TypeError, IndexError, struct.error):
+    except (ValueError, SyntaxError, KeyError, TypeError, IndexError, struct.error, MemoryError, RecursionError):
         return False
     return len(data) == start + hlen + n
 
@@ -209,56 +212,61 @@ class TooLarge(Exception):
     """A member or a decompressed stream is past the bound it was read under."""
 
 
-def unpack(kind: str, data: bytes, limit: int, max_members: int) -> list[tuple[str, bytes]]:
-    """Members of an archive, or the one decompressed stream (named ``<gzip>`` and the like).
+def unpack(kind: str, data: bytes, limit: int, total: int, max_members: int) -> Iterator[tuple[str, bytes]]:
+    """Yield the members of an archive one at a time, or the one decompressed stream (``<gzip>`` ...).
+
+    Members are read lazily, so at most one is held at a time (per level of nesting).
 
     Raises
     ------
     TooLarge
-        If a member or the stream is larger than ``limit`` bytes (nothing past it is decompressed).
+        If a member or the stream is larger than ``limit`` bytes, or the members together pass ``total``
+        (nothing past the bound is decompressed).
     ValueError
-        If the bytes do not open as ``kind``.
+        If the bytes do not open as ``kind`` (also part-way through).
 
     """
     try:
         if kind == "zip":
-            out = []
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 for info in zf.infolist()[:max_members]:
                     if info.is_dir():
                         continue
-                    if info.file_size > limit:
+                    if info.file_size > min(limit, total):
                         raise TooLarge(info.filename)
                     with zf.open(info) as fh:
-                        out.append((info.filename, fh.read(limit + 1)[: limit + 1]))
-                    if len(out[-1][1]) > limit:
+                        got = fh.read(limit + 1)  # the declared size may lie: read no further than the bound
+                    total -= len(got)
+                    if len(got) > limit or total < 0:
                         raise TooLarge(info.filename)
-            return out
-        if kind == "tar":
-            out = []
+                    yield info.filename, got
+        elif kind == "tar":
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tf:
-                for info in tf:
-                    if len(out) >= max_members:
+                for n, info in enumerate(tf):
+                    if n >= max_members:
                         break
                     if info.isfile():
-                        if info.size > limit:
+                        if info.size > min(limit, total):
                             raise TooLarge(info.name)
                         fh = tf.extractfile(info)
-                        out.append((info.name, fh.read(info.size) if fh else b""))
-            return out
-        opener = {
-            "gzip": lambda b: gzip.GzipFile(fileobj=b),
-            "bzip2": lambda b: bz2.BZ2File(b),
-            "xz": lambda b: lzma.LZMAFile(b, format=lzma.FORMAT_XZ),
-            "lzma": lambda b: lzma.LZMAFile(b, format=lzma.FORMAT_ALONE),
-        }[kind]
-        with opener(io.BytesIO(data)) as fh:
-            got = fh.read(limit + 1)
-        if len(got) > limit:
-            raise TooLarge(f"<{kind}>")
-        return [(f"<{kind}>", got)]
+                        total -= info.size
+                        yield info.name, fh.read(info.size) if fh else b""
+        elif kind in ("xz", "lzma"):
+            fmt = lzma.FORMAT_XZ if kind == "xz" else lzma.FORMAT_ALONE
+            dec = lzma.LZMADecompressor(fmt, memlimit=LZMA_MEMORY)  # a header may ask for 4 GiB
+            got = dec.decompress(data, max_length=min(limit, total) + 1)
+            if len(got) > min(limit, total):
+                raise TooLarge(f"<{kind}>")
+            yield f"<{kind}>", got
+        else:
+            raw = io.BytesIO(data)
+            with gzip.GzipFile(fileobj=raw) if kind == "gzip" else bz2.BZ2File(raw) as fh:
+                got = fh.read(min(limit, total) + 1)
+            if len(got) > min(limit, total):
+                raise TooLarge(f"<{kind}>")
+            yield f"<{kind}>", got
     except TooLarge:
         raise
     except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError, zlib.error,
-            RuntimeError, NotImplementedError) as exc:
+            RuntimeError, NotImplementedError, ValueError, struct.error, UnicodeDecodeError) as exc:
         raise ValueError(f"does not open as {kind}: {exc}") from exc

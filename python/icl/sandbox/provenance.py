@@ -362,18 +362,15 @@ class _Scan:
                 self.mark(name, kind, f"{kind} nested more than {MAX_NESTING} containers deep: not opened", len(data))
                 return
             try:
-                members = unpack(kind, data, min(MAX_MEMBER, max(self.archive_budget, 0)), MAX_ENTRIES)
+                for member, mdata in unpack(kind, data, MAX_MEMBER, max(self.archive_budget, 0), MAX_ENTRIES):
+                    self.archive_budget -= len(mdata)
+                    # A decompressed stream keeps its file's name; an archive member is named after it.
+                    self.look(name if kind in STREAMS else f"{name}!{member}", mdata, depth + 1)
             except TooLarge as exc:
                 self.mark(name, kind, f"{exc} is past the scan's bound ({MAX_MEMBER} bytes per member, "
                           f"{MAX_ARCHIVE} bytes of members in all): not read", len(data))
-                return
             except ValueError as exc:
                 self.mark(name, kind, str(exc), len(data))
-                return
-            for member, mdata in members:
-                self.archive_budget -= len(mdata)
-                # A decompressed stream keeps its file's name; an archive member is named after it.
-                self.look(name if kind in STREAMS else f"{name}!{member}", mdata, depth + 1)
         elif kind in OPAQUE_KINDS:
             self.mark(name, kind, OPAQUE_KINDS[kind], len(data))
         elif kind == "text":
