@@ -134,6 +134,8 @@ def _true_values(release, cdir, pkg):
     doc = load_json(release / "private" / "references" / f"{cdir.parent.parent.name}.json")
     for dotted, v in doc.get("measurement_noise", {}).items():
         fname, name = dotted.split(".")
+        if v.get("reference_uses") == "stated":  # a forward task: built from the stated values
+            continue
         if pkg[fname][name]["status"] == "measured":
             pkg[fname][name]["value"] += v["true"] - v["stated"]
     return pkg
@@ -225,23 +227,25 @@ def test_held_out_inputs_state_noisy_measurements(release):
 
 def test_noise_budgets_are_written_beside_the_checks(release):
     # Every budgeted check keeps its registered tolerance beside the one it is graded with (the larger of
-    # the two). The pupil's 0.1 mm moves the C01 reference PSF by several times the 0.02 L1 tolerance.
+    # the two). Only inference templates (A05, group E) carry budgets; a forward template's references are
+    # computed from the stated values (C01: the PSF of the stated pupil, graded with 0.02).
     from icl.io import load_json
+    from icl.pro.noise import FORWARD_TEMPLATES
 
     doc = load_json(release / "private" / "references" / "C01-02.json")
-    c = doc["checks"]["C01.1"]
-    b = c["noise_budget"]
-    assert c["registered_tolerance"] == 0.02 and c["tolerance"] == max(0.02, b["value"])
-    assert set(b["by_parameter"]) == {"eye.pupil_diameter"} and b["value"] > 0.02
+    assert "noise_budget" not in doc["checks"]["C01.1"]
+    assert all(e["reference_uses"] == "stated" for e in doc["measurement_noise"].values())
     seen = 0
     for ref_file in release.glob("private/references/*.json"):
-        for c in load_json(ref_file)["checks"].values():
+        doc = load_json(ref_file)
+        for c in doc["checks"].values():
             if "noise_budget" in c:
+                assert doc["template"] not in FORWARD_TEMPLATES, ref_file.name
                 seen += 1
                 assert c["tolerance"] == max(c["registered_tolerance"], c["noise_budget"]["value"])
                 parts = c["noise_budget"]["by_parameter"].values()
                 assert c["noise_budget"]["value"] == pytest.approx(sum(parts))
-    assert seen > 50
+    assert seen > 5
 
 
 def test_ood_structures_never_appear_in_train_or_dev(release):
@@ -265,7 +269,7 @@ def test_ood_structures_never_appear_in_train_or_dev(release):
             assert imp["optic_zone_diameter"]["value"] > 4.9 and (hole is None or hole < 0.5), cdir
     for cdir in release.glob("inputs/ood/*/cases/*"):
         excess = load_json(cdir / "eye.json")["thin_eye_excess"]["value"]
-        assert excess is None or excess >= 13.5, cdir
+        assert excess is None or excess >= 13.0, cdir  # traced from the stated (measured) biometry
 
 
 def test_every_task_states_its_model(release):

@@ -40,3 +40,25 @@ def test_placeholders_pass_no_gate_they_have_no_evidence_for(scored):
 
 def test_placeholder_stays_at_the_constant_floor(scored):
     assert scored["placeholder"]["professional_score"] <= scored["constant"]["professional_score"] + 2.0
+
+
+def test_a_psf_off_by_a_tenth_fails_forward_psf_checks(tmp_path):
+    """C02.1, F03.4 and D05.1 are graded on the stated package with the registered 0.02 L1: a PSF with 0.1
+    relative L1 of error (which the pupil's noise budget used to admit) fails them on the held-out split."""
+    import numpy as np
+    from icl.io import load_npz, write_npz
+    from icl.pro.reference_answers import write_reference_run
+
+    rel = tmp_path / "rel"
+    generate(rel, per_template=4, seed=17, progress=False, only=["C02", "D05", "F03"])
+    out = tmp_path / "ref"
+    write_reference_run(rel, out)
+    for p in out.glob("results/*/*/psf_linear.npz"):
+        a = load_npz(p, required=("psf",), optional=("x_arcmin", "y_arcmin"), allow_extra=True)
+        psf = a["psf"]
+        checker = np.indices(psf.shape).sum(axis=0) % 2 * 2.0 - 1.0
+        wrong = psf * (1.0 + 0.1 * checker)  # exactly 0.1 relative L1 away, about the same flux
+        write_npz(p, **{**{k: a[k] for k in a}, "psf": wrong})
+    r = score_run(rel, out, "test", run_ok=True)
+    psf_checks = {(c["instance"], c["check"]): c for c in r["checks"] if c["check"] in ("C02.1", "D05.1", "F03.4")}
+    assert psf_checks and all(c["score"] == 0.0 for c in psf_checks.values()), psf_checks

@@ -85,11 +85,12 @@ def test_b01_refractions_traced_from_measured_biometry_pass_and_wrong_ones_fail(
         e = {k: _values(pkg, "eye")[k] for k in full.EYE_FIELDS}
         f = {k: _values(pkg, "implant")[k] for k in ICL}
         refs = _refs(release, idir.name)
-        for cid in ("B01.2", "B01.3"):  # the budget follows the trace through the measured biometry
-            assert refs[cid]["noise_budget"]["value"] > refs[cid]["registered_tolerance"]
-            assert "eye.axial_length" in refs[cid]["noise_budget"]["by_parameter"]
         without = ref.ocular_refraction_d(eye_surfaces(e), e["axial_length"])
         with_icl = ref.ocular_refraction_d(icl_surfaces(e, f), e["axial_length"])
+        # A forward task: the references are the traces of the stated biometry, graded without a budget
+        # (a budget through the whole biometry was 0.68-0.75 D against the registered 0.05 D).
+        for cid, v in (("B01.2", without), ("B01.3", with_icl)):
+            assert "noise_budget" not in refs[cid] and abs(refs[cid]["value"] - v) < 1e-9
         g = _grades(
             release,
             split,
@@ -110,7 +111,7 @@ def test_b01_refractions_traced_from_measured_biometry_pass_and_wrong_ones_fail(
     assert seen == 3
 
 
-def test_d06_is_graded_against_the_exact_thin_values(release, tmp_path):
+def test_d06_is_graded_against_the_stated_values(release, tmp_path):
     seen, strehl_failed = 0, 0
     for split, idir in _held_out(release):
         if not idir.name.startswith("D06"):
@@ -120,13 +121,13 @@ def test_d06_is_graded_against_the_exact_thin_values(release, tmp_path):
             _values(load_package(idir / "cases" / c), f) for c, f in (("moved", "eye"), ("base", "eye"))
         )
         mi, bi = (_values(load_package(idir / "cases" / c), "implant") for c in ("moved", "base"))
-        residual = -moved["thin_eye_excess"] - mi["thin_power"]
+        # The moved ICL's thin power is withheld: traced from the stated surfaces and moved vault.
+        assert mi["thin_power"] is None
+        traced = full._derive_withheld(load_package(idir / "cases" / "moved"))
+        residual = -moved["thin_eye_excess"] - traced["implant"]["thin_power"]["value"]
         assert abs(residual - refs["D06.1"]["value"]) < 1e-9
-        # Only the measured pupil enters the budgets: none for the residual, a small one for the rest.
-        assert "noise_budget" not in refs["D06.1"]
-        for cid in ("D06.2", "D06.3"):
-            assert set(refs[cid].get("noise_budget", {}).get("by_parameter", {})) <= {"eye.pupil_diameter"}
-        assert refs["D06.3"]["tolerance"] < 0.1
+        # A forward task: references from the stated values, no budgets, the registered tolerances.
+        assert not any("noise_budget" in refs[cid] for cid in ("D06.1", "D06.2", "D06.3"))
         pupil = moved["pupil_diameter"]
         g = _grades(
             release,
@@ -143,7 +144,8 @@ def test_d06_is_graded_against_the_exact_thin_values(release, tmp_path):
         )
         assert g[(idir.name, "D06.1")] == 1.0 and g[(idir.name, "D06.3")] == 1.0
         # Wrong: the residual before the movement, and its Strehl ratio.
-        before = -base["thin_eye_excess"] - bi["thin_power"]
+        before = -base["thin_eye_excess"] - full._derive_withheld(
+            load_package(idir / "cases" / "base"))["implant"]["thin_power"]["value"]
         wrong_strehl = ref.strehl_defocus(-before, pupil, 550.0)
         g = _grades(
             release,
@@ -152,7 +154,7 @@ def test_d06_is_graded_against_the_exact_thin_values(release, tmp_path):
             {idir.name: {"moved": {"residual_refraction_d": before, "strehl_ratio": wrong_strehl}}},
         )
         assert g[(idir.name, "D06.1")] < 1.0
-        if abs(wrong_strehl - refs["D06.3"]["value"]) > 3 * refs["D06.3"]["tolerance"]:
+        if abs(wrong_strehl - refs["D06.3"]["value"]) > 3 * refs["D06.3"].get("tolerance", 0.01):
             assert g[(idir.name, "D06.3")] == 0.0
             strehl_failed += 1
         seen += 1
@@ -167,8 +169,9 @@ def test_f03_encircled_energy_from_the_stated_pupil_passes(release, tmp_path):
         pupil = _values(load_package(idir / "cases" / "base"), "eye")["pupil_diameter"]
         rho = load_json(idir / "task.json")["encircled_radius_arcmin"]
         refs = _refs(release, idir.name)
-        assert set(refs["F03.3"]["noise_budget"]["by_parameter"]) == {"eye.pupil_diameter"}
         right = ref.encircled_energy_airy(rho, 550.0, pupil)
+        # From the stated pupil, exactly: no budget, the registered tolerance.
+        assert "noise_budget" not in refs["F03.3"] and abs(refs["F03.3"]["value"] - right) < 1e-12
         wrong = ref.encircled_energy_airy(rho, 550.0, pupil / 2)  # the pupil radius taken for its diameter
         g = _grades(
             release,

@@ -245,10 +245,13 @@ def with_true_values(doc: dict, noise: dict) -> dict:
     """Copy a data package with its noisy parameters set back to their true values.
 
     ``noise`` is ``{"file.name": {"true": v, ...}}``. The reference was computed from the true values; the
-    stated ones are what a solver reads.
+    stated ones are what a solver reads. Entries with ``reference_uses: "stated"`` (forward tasks, whose
+    references compute from the stated values) are left as stated.
     """
     out = json.loads(json.dumps(doc))
     for dotted, entry in noise.items():
+        if entry.get("reference_uses") == "stated":  # a forward task: the reference used the stated value
+            continue
         node = out
         *path, last = dotted.split(".")
         for key in path:

@@ -52,6 +52,13 @@ import numpy as np
 NOISY_SPLITS = ("test", "ood")
 #: Templates whose held-out inputs are stated exactly (thick-eye references; see the module docstring).
 EXACT_TEMPLATES = ("C05", "D02")
+#: Templates that ask for a computation from the stated inputs (traces of the stated biometry): their
+#: references are computed from the stated values and graded with the registered tolerances, no budget.
+#: Every template but the thick ones, A05 (what a refraction cannot determine) and group E (inference of
+#: hidden values from images and measurements), whose truths the measurements only estimate.
+FORWARD_TEMPLATES = ("A01", "A02", "A03", "A04", "A06", "B01", "B02", "B03", "B04", "B05", "B06", "C01",
+                     "C02", "C03", "C04", "C06", "D01", "D03", "D04", "D05", "D06", "F01", "F02", "F03",
+                     "F04", "F05", "F06")
 NOISY_EYE = (
     "cornea_anterior_radius",
     "cornea_anterior_conic",
@@ -77,6 +84,7 @@ CO_MEASURED = {
 #: The noisy values the thin-phase scene reads: moving them needs real renders.
 SCENE_PARAMS = ("pupil_diameter",)
 BUDGET_KINDS = ("scalar", "convergence", "angle", "psf", "energy", "solutions")
+FORWARD_NOTE = "; this task computes from the stated values: its references use them, with no error budget"
 ERROR_MODEL = (
     "stated value = true value + error; the error is uniform within +-uncertainty, drawn once per "
     "instance and parameter (the same in every case); derived values (thin_eye_excess, thin_power, "
@@ -129,7 +137,7 @@ def apply_noise(
     record = {}
     for name, (fname, u) in params.items():
         truth = e[name] if fname == "eye" else f[name]
-        stated = float(truth + u * np.random.default_rng(entropy[name]).uniform(-1.0, 1.0))
+        stated = _stated_draw(truth, u, entropy[name])
         for pkg in cases.values():
             p = pkg[fname].get(name)
             if p is not None and _uncertainty(p) is not None and (p["value"] == truth or name in SHIFTED):
@@ -227,13 +235,56 @@ def _change(kind: str, relative: bool, r: dict, r2: dict, b: Any, b2: Any) -> fl
     raise ValueError(kind)
 
 
+def _stated_draw(truth: float, u: float, entropy: int) -> float:
+    return float(truth + u * np.random.default_rng(entropy).uniform(-1.0, 1.0))
+
+
+def forward(rec: dict, e: dict, f: dict, build: Callable[[dict, dict], Any]) -> Any:
+    """Build a held-out instance of a forward template: noisy measured inputs, references from them.
+
+    The measured values are drawn as in :func:`measured` (same streams, same errors); the instance is then
+    built from the stated biometry itself, with the eye's refraction and power and the ICL's thin power
+    traced again (the same lens: radii, thickness and index kept), so every reference is the computation
+    the task asks for, applied to what the task states, and is graded with its registered tolerance.
+    """
+    from icl.pro import references as ref
+    from icl.pro.generate import eye_surfaces, icl_surfaces
+
+    params = noisy_parameters(build(e, f).cases, e, f)
+    e_s, f_s, record = dict(e), dict(f), {}
+    for name, (fname, u) in params.items():
+        truth = (e if fname == "eye" else f)[name]
+        stated = _stated_draw(truth, u, rec["noise"][name])
+        (e_s if fname == "eye" else f_s)[name] = stated
+        record[f"{fname}.{name}"] = {"true": float(truth), "stated": stated, "uncertainty": u,
+                                     "reference_uses": "stated"}
+    e_s["refraction"] = ref.ocular_refraction_d(eye_surfaces(e_s), e_s["axial_length"])
+    e_s["power"] = ref.equivalent_power_d(eye_surfaces(e_s))
+    f_s["refraction_with"] = ref.ocular_refraction_d(icl_surfaces(e_s, f_s), e_s["axial_length"])
+    f_s["thin_power"] = e_s["refraction"] - f_s["refraction_with"]
+    b = build(e_s, f_s)
+    for dotted in record:
+        fname, name = dotted.split(".")
+        for pkg in b.cases.values():
+            p = pkg[fname].get(name)
+            if p is not None and _uncertainty(p) is not None:
+                p["status"] = "measured"
+    b.noise = record
+    b.task["measurement_noise"] = {"parameters": sorted(record), "model": ERROR_MODEL + FORWARD_NOTE}
+    return b
+
+
 def measured(rec: dict, e: dict, f: dict, build: Callable[[dict, dict], Any]) -> Any:
     """Build a held-out instance with noisy measured inputs and noise budgets beside its checks.
+
+    Forward templates (:data:`FORWARD_TEMPLATES`) go to :func:`forward` instead.
 
     ``build(e, f)`` builds the instance from a base eye and design family (the same stream every call);
     ``rec["noise"]`` holds the noise streams (:func:`streams`) and ``rec["checks"]`` the auto checks as
     ``[id, kind, tolerance, relative]``.
     """
+    if rec.get("template") in FORWARD_TEMPLATES:
+        return forward(rec, e, f, build)
     calls: list = []
     with _renders(calls, replay=False):
         b = build(e, f)
