@@ -23,7 +23,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from icl.pro.results_schema import RESULT_FILES, SCHEMAS, _json, check_file, finite_number
+from icl.pro.results_schema import (
+    EXPERIMENT_KINDS,
+    RESULT_FILES,
+    SCHEMAS,
+    _json,
+    check_experiment_entries,
+    check_file,
+    finite_number,
+)
 
 #: Case ids (``results/<case>``): no path separators, no leading dot.
 CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -32,7 +40,6 @@ MAX_ENTRIES = 100_000
 MAX_TOTAL_BYTES = 4 * 1024**3
 MAX_REPORT_BYTES = 1024 * 1024
 PARAMETER_STATUS = ("measured", "documented", "synthetic", "estimated", "unknown")
-EXPERIMENT_KINDS = ("intervention", "ablation", "convergence", "inverse", "measurement")
 
 
 @dataclass(frozen=True)
@@ -258,32 +265,13 @@ def _check_experiments(report: Report, root: Path, rel: str, tree: _Tree) -> Non
     obj = _json(report, root, rel)
     if obj is None:
         return
-    if not isinstance(obj, dict) or not isinstance(obj.get("experiments"), list):
-        report.add(rel, "experiments", "must be an object with an 'experiments' list")
-        return
-    seen: set[str] = set()
-    for i, exp in enumerate(obj["experiments"]):
-        at = f"experiments[{i}]"
-        if not isinstance(exp, dict):
-            report.add(rel, at, "must be an object")
-            continue
-        eid = exp.get("id")
-        if not isinstance(eid, str) or not CASE_ID.match(eid):
-            report.add(rel, f"{at}.id", "must be an id of letters, digits, '_', '.', '-'")
-        elif eid in seen:
-            report.add(rel, f"{at}.id", f"duplicate id {eid!r}")
-        else:
-            seen.add(eid)
-        if exp.get("kind") not in EXPERIMENT_KINDS:
-            report.add(rel, f"{at}.kind", f"must be one of {list(EXPERIMENT_KINDS)}")
-        if not isinstance(exp.get("description"), str) or not exp["description"].strip():
-            report.add(rel, f"{at}.description", "must be a non-empty string")
+    for i, exp in enumerate(check_experiment_entries(report, rel, obj, series=False)):
         files = exp.get("files", [])
         if not isinstance(files, list):
-            report.add(rel, f"{at}.files", "must be a list of paths relative to the submission")
+            report.add(rel, f"experiments[{i}].files", "must be a list of paths relative to the submission")
             continue
         for j, f in enumerate(files):
-            _check_reference(report, rel, f"{at}.files[{j}]", f, tree)
+            _check_reference(report, rel, f"experiments[{i}].files[{j}]", f, tree)
 
 
 def _check_reference(report: Report, rel: str, fld: str, value: Any, tree: _Tree) -> None:

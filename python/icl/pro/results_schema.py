@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 import struct
 from collections.abc import Callable
@@ -350,27 +351,59 @@ def check_png(report: Any, root: Path, rel: str) -> None:
         report.add(rel, "IHDR", f"image size {width} x {height} outside 1..{MAX_PNG_SIDE}")
 
 
-def check_run_experiments(report: Any, root: Path, rel: str) -> None:
-    """Check an instance's ``experiments.json`` in a run's OUTPUT.
+#: Kinds of an experiments.json entry (the submission's and each instance's in a run's OUTPUT).
+EXPERIMENT_KINDS = ("intervention", "ablation", "convergence", "inverse", "measurement")
+EXPERIMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
-    An object; ``convergence``, when given, a list of ``{metric: str, values: [numbers], ...}`` series (F02).
+
+def check_experiment_entries(report: Any, rel: str, obj: Any, series: bool = True) -> list[dict]:
+    """Check ``{"experiments": [entry, ...]}``, the one format of every experiments.json; return the entries.
+
+    An entry has a unique ``id``, a ``kind`` of :data:`EXPERIMENT_KINDS` and a ``description``; a
+    ``convergence`` entry also ``metric`` (the metrics.json key it studies), ``parameter`` (the sampling
+    parameter changed), ``levels`` and ``values`` (lists of one length, at least three, finite numbers).
+    With ``series`` False (the submission's own experiments.json, which may describe studies whose series
+    are in the instances' files) those four are checked only when an entry gives ``values``.
     """
+    if not isinstance(obj, dict) or not isinstance(obj.get("experiments"), list):
+        report.add(rel, "experiments", "must be an object with an 'experiments' list")
+        return []
+    seen: set[str] = set()
+    out = []
+    for i, exp in enumerate(obj["experiments"]):
+        at = f"experiments[{i}]"
+        if not isinstance(exp, dict):
+            report.add(rel, at, "must be an object")
+            continue
+        eid = exp.get("id")
+        if not isinstance(eid, str) or not EXPERIMENT_ID.match(eid):
+            report.add(rel, f"{at}.id", "must be an id of letters, digits, '_', '.', '-'")
+        elif eid in seen:
+            report.add(rel, f"{at}.id", f"duplicate id {eid!r}")
+        else:
+            seen.add(eid)
+        if exp.get("kind") not in EXPERIMENT_KINDS:
+            report.add(rel, f"{at}.kind", f"must be one of {list(EXPERIMENT_KINDS)}")
+        if not isinstance(exp.get("description"), str) or not exp["description"].strip():
+            report.add(rel, f"{at}.description", "must be a non-empty string")
+        if exp.get("kind") == "convergence" and (series or "values" in exp):
+            for key in ("metric", "parameter"):
+                if not isinstance(exp.get(key), str) or not exp[key].strip():
+                    report.add(rel, f"{at}.{key}", "must be a non-empty string")
+            lv, vs = exp.get("levels"), exp.get("values")
+            if not isinstance(lv, list) or not isinstance(vs, list) or len(lv) != len(vs) or len(vs) < 3:
+                report.add(rel, f"{at}.values", "levels and values must be lists of one length, at least three")
+            elif not all(finite_number(v) for v in (*lv, *vs)):
+                report.add(rel, f"{at}.values", "levels and values must be finite numbers")
+        out.append(exp)
+    return out
+
+
+def check_run_experiments(report: Any, root: Path, rel: str) -> None:
+    """Check an instance's ``experiments.json`` in a run's OUTPUT (:func:`check_experiment_entries`)."""
     obj = _json(report, root, rel)
-    if obj is None:
-        return
-    if not isinstance(obj, dict):
-        report.add(rel, "", "must be a JSON object")
-        return
-    series = obj.get("convergence", [])
-    if not isinstance(series, list):
-        report.add(rel, "convergence", "must be a list of series")
-        return
-    for i, s in enumerate(series):
-        at = f"convergence[{i}]"
-        if not isinstance(s, dict) or not isinstance(s.get("metric"), str):
-            report.add(rel, at, "must be an object with a string 'metric'")
-        elif not isinstance(s.get("values"), list) or not all(finite_number(v) for v in s["values"]):
-            report.add(rel, f"{at}.values", "must be a list of finite numbers")
+    if obj is not None:
+        check_experiment_entries(report, rel, obj)
 
 
 #: File name -> checker. Names not listed are not result files and are left alone.

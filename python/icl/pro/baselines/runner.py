@@ -225,8 +225,10 @@ def run(strategy: str, input_dir: Path, output_dir: Path) -> int:
             last = (pkg, img)
         ee = metrics_for(strategy, task, *last).get("encircled_energy_1arcmin") if last else None
         if strategy == "ignores_hole" and ee is not None and "F02.1" in {c["id"] for c in task["checks"]}:
-            write_json(out / "experiments.json", {"convergence": [{"metric": "encircled_energy_1arcmin", "parameter": "fft_factor",
-                                                                   "levels": [2, 3, 4], "values": [ee, ee, ee]}]})
+            write_json(out / "experiments.json", {"experiments": [
+                {"id": "ee-fft-factor", "kind": "convergence", "description": "one value written three times",
+                 "metric": "encircled_energy_1arcmin", "parameter": "fft_factor", "levels": [2, 3, 4],
+                 "values": [ee, ee, ee]}]})
         count += 1
     write_json(output_dir / "manifest.json", {"random_seeds": {}, "versions": {"submission": "baseline-" + strategy}})
     return count
