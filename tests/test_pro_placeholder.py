@@ -62,3 +62,42 @@ def test_a_psf_off_by_a_tenth_fails_forward_psf_checks(tmp_path):
     r = score_run(rel, out, "test", run_ok=True)
     psf_checks = {(c["instance"], c["check"]): c for c in r["checks"] if c["check"] in ("C02.1", "D05.1", "F03.4")}
     assert psf_checks and all(c["score"] == 0.0 for c in psf_checks.values()), psf_checks
+
+
+def test_manifest_check_reads_the_frozen_submission_manifest(tmp_path):
+    """F06.3 on a harness run reads the submission's manifest as frozen in sets.json, never the manifest the
+    program wrote into its OUTPUT (a placeholder program writes one that passes)."""
+    import json
+    import shutil
+
+    from icl.pro.reference_answers import write_reference_run
+    from icl.sandbox.signing import artifact_hashes, sign
+
+    rel = tmp_path / "rel"
+    generate(rel, per_template=4, seed=19, progress=False, only=["F06"])
+    out = tmp_path / "plain"
+    write_reference_run(rel, out)
+    ids = [p.name for p in (rel / "inputs" / "test").iterdir()]
+
+    def harness_run(name, submitted):
+        run = tmp_path / name
+        shutil.copytree(out, run / "set-0")
+        record = sign({"ok": True, "exit_status": 0, "violations": [], "track": "from-scratch",
+                       "effective_track": "from-scratch",
+                       "artifacts": artifact_hashes(run / "set-0")})
+        doc = {"sets": [{"set": "cold", "instances": ids, "output": "set-0", "record": record}]}
+        if submitted is not None:
+            doc["submission_manifest"] = submitted
+        (run / "sets.json").write_text(json.dumps(sign(doc)))
+        return run
+
+    def f063(run):
+        r = score_run(rel, run, "test")
+        return {c["instance"]: c["score"] for c in r["checks"] if c["check"] == "F06.3"}
+
+    frozen = {"format": "icl-pro-submission/1", "random_seeds": {"noise": 3}, "versions": {"submission": "1"}}
+    assert set(f063(harness_run("frozen", frozen)).values()) == {1.0}
+    # The program's own OUTPUT/manifest.json passes in a plain OUTPUT but counts for nothing in a harness run.
+    assert set(f063(out).values()) == {1.0}
+    assert set(f063(harness_run("none", None)).values()) == {0.0}
+    assert set(f063(harness_run("seedless", {"versions": {"submission": "1"}})).values()) == {0.0}

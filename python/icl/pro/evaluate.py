@@ -339,6 +339,10 @@ def write_sets(
         "frozen_sha256": frozen_hash,
         "sets": rows,
     }
+    manifest = Path(submission) / "manifest.json"
+    if manifest.is_file() and not manifest.is_symlink():
+        # The frozen submission's own manifest (F06.3 reads it): what the program writes into OUTPUT is not it.
+        doc["submission_manifest"] = load_json(manifest)
     if release is not None and any(r["set"] == SAMPLING_SET for r in rows):
         doc["sampling_check"] = sampling_check(release, run_dir, rows)
     doc = sign(doc)

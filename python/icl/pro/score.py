@@ -75,8 +75,11 @@ class InstanceScorer:
     """Scores one instance of one run."""
 
     def __init__(self, release: Path, run_dir: Path, iid: str, refs: dict, refused: str | None = None,
-                 answers: frozenset[tuple[int, int]] = frozenset()):
+                 answers: frozenset[tuple[int, int]] = frozenset(), frozen_manifest: dict | None = None,
+                 harness: bool = False):
         self.release, self.run, self.iid, self.refs = release, run_dir, iid, refs
+        # The submission's manifest as the harness froze it (sets.json), for runs the harness made.
+        self.frozen_manifest, self.harness = frozen_manifest, harness
         # Identities of the release's private files: a result file that is one of them (or any hard link)
         # is refused.
         self.answers = answers
@@ -408,8 +411,13 @@ class InstanceScorer:
         return self._second_method(r["case"], "psf_linear", "psf_repeat", ch.tolerance)
 
     def k_manifest(self, ch: Check, r: dict) -> tuple[float, str]:
-        p = self.run.parent / "manifest.json" if not (self.run / "manifest.json").is_file() else self.run / "manifest.json"
-        m = load_json(p, max_bytes=MAX_METRICS_BYTES)
+        if self.harness:  # the frozen submission's manifest, never a file the program wrote
+            m = self.frozen_manifest
+            if m is None:
+                raise _Fail("sets.json holds no frozen submission manifest")
+        else:  # a plain OUTPUT (development scoring): its own manifest is all there is
+            p = self.run.parent / "manifest.json" if not (self.run / "manifest.json").is_file() else self.run / "manifest.json"
+            m = load_json(p, max_bytes=MAX_METRICS_BYTES)
         if not isinstance(m, dict) or not isinstance(m.get("random_seeds"), dict):
             raise _Fail("manifest without random_seeds")
         return (1.0 if isinstance(m.get("versions"), dict) and m["versions"] else 0.5), "manifest read"
@@ -627,6 +635,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
     rev_detail, rev_head = review_record(reviews)
     sets = load_sets(run_dir)
     sampled = sampling_flips(run_dir) if sets is not None else []
+    submitted = load_json(run_dir / "sets.json").get("submission_manifest") if sets is not None else None
     where: dict[str, tuple[Path, str | None]] = {}
     for row in sets or []:
         for iid in row["instances"]:
@@ -651,7 +660,7 @@ def score_run(release: str | Path, run_dir: str | Path, split: str = "test", rev
             root, refused = run_dir, None
         else:
             root, refused = where.get(row["id"], (run_dir, "not run by the harness"))
-        sc = InstanceScorer(release, root, row["id"], refs, refused, answers)
+        sc = InstanceScorer(release, root, row["id"], refs, refused, answers, submitted, sets is not None)
         if refused is None:
             result_issues += [dict(i, file=(root / i["file"]).relative_to(run_dir).as_posix())
                               for i in validate_output(root, [row["id"]])]
