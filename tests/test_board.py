@@ -334,6 +334,7 @@ def test_board_end_to_end_four_baselines_and_a_lost_worker(tmp_path):
     subs = _submissions(tmp_path / "subs", ["full-model", "ignores_hole", "geometric", "constant"])
     killed: list = []
     stop = threading.Event()
+    environ = dict(os.environ)  # a Nanny writes OMP_NUM_THREADS=1 and friends into this process
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         killer = threading.Thread(target=_kill_a_busy_worker, args=(cluster.scheduler_address, killed, stop))
         killer.start()
@@ -352,6 +353,8 @@ def test_board_end_to_end_four_baselines_and_a_lost_worker(tmp_path):
         finally:
             stop.set()
             killer.join()
+    os.environ.clear()
+    os.environ.update(environ)
     assert killed, "no worker was killed"
     lost = {k for k in killed[0]["keys"]}
     ran = {t["key"]: t for t in dist["tasks"]}
