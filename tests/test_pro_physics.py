@@ -141,10 +141,11 @@ def test_airy_encircled_energy_by_quadrature(built):
 
     for _, b in _instances(built, "F03"):
         pupil = b.cases["base"]["eye"]["pupil_diameter"]["value"]
-        v = math.pi * pupil * 1e-3 * b.task["encircled_radius_arcmin"] / ref.RAD_TO_ARCMIN / 550e-9
+        d = min(pupil, b.cases["base"]["implant"]["optic_zone_diameter"]["value"])  # the limiting aperture
+        v = math.pi * d * 1e-3 * b.task["encircled_radius_arcmin"] / ref.RAD_TO_ARCMIN / 550e-9
         # (2 J1(v)/v)^2 integrates to 4 pi over the plane in v units: EE = (1/2) int_0^v (2 J1(t)/t)^2 t dt.
         num = 0.5 * quad(lambda t: (2 * j1(t) / t) ** 2 * t, 1e-12, v, limit=200)[0]
-        assert b.refs["F03.3"]["value"] == pytest.approx(num, abs=1e-8)
+        assert b.refs["F03.3"]["value"] == pytest.approx((d / pupil) ** 2 * num, abs=1e-8)
     r1 = ref.airy_radius_arcmin(ref.AIRY_DARK[0], 550, 3)
     assert ref.encircled_energy_airy(r1, 550, 3) == pytest.approx(0.8378, abs=1e-4)
 
@@ -202,3 +203,46 @@ def test_f01_fault_sets_have_distinct_signatures(built):
         for (s1, l1), (s2, l2) in itertools.combinations(zip(sets, ledgers, strict=True), 2):
             assert max(abs(l1[k] - l2[k]) for k in l1) > 0.005, (s1, s2)
         assert b.task["suspect_ledger"] == suspect_ledger(true, b.refs["F01.2"]["value"], gain)
+
+
+def _first_dark_ring_rendered(pkg: dict, wavelength_nm: float) -> float:
+    """First minimum of the rendered PSF's profile along +-x (0.5-arcsec pixels, parabola through the
+    three samples around the discrete minimum)."""
+    import copy
+
+    q = copy.deepcopy(pkg)
+    src = q["illumination"]["sources"][0]
+    src["spectrum"]["value"] = [[wavelength_nm, 1.0]]
+    q["illumination"]["sources"] = [src]
+    scene = scene_from_package(q)
+    scene["detector"].update(n=176, pitch_arcsec=0.5)
+    img, _, axis = ref.render_psf(scene)
+    prof = 0.25 * (img[87] + img[88] + img[87, ::-1] + img[88, ::-1])  # rows at y = -+0.25 arcsec, x mirrored
+    x = axis[88:]
+    p = prof[88:]
+    i = int(np.argmax((p[1:-1] < p[:-2]) & (p[1:-1] <= p[2:]))) + 1  # first local minimum
+    y0, y1, y2 = p[i - 1], p[i], p[i + 1]
+    step = x[1] - x[0]
+    return float(x[i] + 0.5 * step * (y0 - y2) / (y0 - 2 * y1 + y2))
+
+
+def test_dark_rings_and_encircled_energy_use_the_limiting_aperture():
+    """Issue 29 item 2: where the pupil (5.5-6.5 mm) exceeds the 4.6 mm optic zone (out of distribution), the
+    corrected core is the optic zone's Airy pattern: C01.2, C04.2 and F03.1 equal the rendered dark rings
+    within their 0.01 arcmin tolerance, and F03.3 the rendered encircled energy of the incident flux.
+    Before, the references used the pupil (C01: 0.35 against a rendered 0.46 arcmin)."""
+    e = base_eye("X00", KEY, True)
+    f = fit_icl(e, family("X01", KEY, True))
+    for t in ("C01", "C04", "F03"):
+        b = BUILDERS[t](Ctx(KEY.rng("test", t, 9), e, f, "X00", "X01", True))
+        pkg = b.cases["base"]
+        assert pkg["eye"]["pupil_diameter"]["value"] > pkg["implant"]["optic_zone_diameter"]["value"] + 0.5
+        lams = [w for w, _ in pkg["illumination"]["sources"][0]["spectrum"]["value"]]
+        want = {"C01": [b.refs["C01.2"]["value"]] if t == "C01" else None, "C04": b.refs.get("C04.2", {}).get("value"),
+                "F03": [b.refs["F03.1"]["value"][0]] if t == "F03" else None}[t]
+        for lam, r in zip(lams, want):
+            assert _first_dark_ring_rendered(pkg, lam) == pytest.approx(r, abs=0.01), (t, lam)
+        if t == "F03":
+            img, _, axis = ref.render_psf(scene_from_package(pkg))
+            got = ref.encircled(img, axis, b.task["encircled_radius_arcmin"])
+            assert got == pytest.approx(b.refs["F03.3"]["value"], abs=0.005)

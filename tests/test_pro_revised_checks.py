@@ -166,11 +166,13 @@ def test_f03_encircled_energy_from_the_stated_pupil_passes(release, tmp_path):
     for split, idir in _held_out(release):
         if not idir.name.startswith("F03"):
             continue
-        pupil = _values(load_package(idir / "cases" / "base"), "eye")["pupil_diameter"]
+        pkg = load_package(idir / "cases" / "base")
+        pupil = _values(pkg, "eye")["pupil_diameter"]
+        core = min(pupil, _values(pkg, "implant")["optic_zone_diameter"])  # the limiting aperture (F03.3's text)
         rho = load_json(idir / "task.json")["encircled_radius_arcmin"]
         refs = _refs(release, idir.name)
-        right = ref.encircled_energy_airy(rho, 550.0, pupil)
-        # From the stated pupil, exactly: no budget, the registered tolerance.
+        right = (core / pupil) ** 2 * ref.encircled_energy_airy(rho, 550.0, core)
+        # From the stated pupil and zone, exactly: no budget, the registered tolerance.
         assert "noise_budget" not in refs["F03.3"] and abs(refs["F03.3"]["value"] - right) < 1e-12
         wrong = ref.encircled_energy_airy(rho, 550.0, pupil / 2)  # the pupil radius taken for its diameter
         g = _grades(

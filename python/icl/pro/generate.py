@@ -327,6 +327,11 @@ def _edge_free(pkg: dict) -> bool:
     return pkg["eye"]["pupil_diameter"]["value"] <= pkg["implant"]["optic_zone_diameter"]["value"]
 
 
+def _aperture(pkg: dict) -> float:
+    """Limiting aperture of a corrected, centred case (:func:`icl.pro.references.limiting_aperture_mm`)."""
+    return ref.limiting_aperture_mm(pkg["eye"]["pupil_diameter"]["value"], pkg["implant"]["optic_zone_diameter"]["value"])
+
+
 def _energy(ledger: dict) -> dict:
     return {"incident": ledger["source_flux"], "blocked": ledger["blocked_by_aperture"], "recorded": ledger["recorded"]}
 
@@ -569,8 +574,8 @@ def c01(c: Ctx) -> Built:
     lam = float(c.rng.choice([500.0, 550.0, 600.0]))
     p = c.pkg(hole_model="solid", thin_power=-(-c.e["refraction"]), sources=[("L1", 0.0, 0.0, [[lam, 1.0]])])
     _, led, _ = _render(b, "base", p)
-    pupil = p["eye"]["pupil_diameter"]["value"]
-    b.refs = {"C01.1": {"cases": ["base"]}, "C01.2": {"case": "base", "value": ref.airy_radius_arcmin(ref.AIRY_DARK[0], lam, pupil)},
+    d = _aperture(p)
+    b.refs = {"C01.1": {"cases": ["base"]}, "C01.2": {"case": "base", "value": ref.airy_radius_arcmin(ref.AIRY_DARK[0], lam, d)},
               "C01.3": {"cases": {"base": _energy(led)}}}
     return b
 
@@ -603,11 +608,13 @@ def c03(c: Ctx) -> Built:
 def c04(c: Ctx) -> Built:
     b = Built()
     spec = [[450.0, round(float(c.rng.uniform(0.2, 0.4)), 3)], [550.0, 0.4], [650.0, round(float(c.rng.uniform(0.2, 0.4)), 3)]]
-    p = c.pkg(hole_model="solid", sources=[("L1", 0.0, 0.0, spec)])
+    # Full correction (no residual sphere: 0.25 D is about 0.9 waves at 450 nm, which would fill the first
+    # dark ring), so each wavelength's first dark ring is the Airy zero of the limiting aperture.
+    p = c.pkg(hole_model="solid", thin_power=c.e["refraction"], sources=[("L1", 0.0, 0.0, spec)])
     _, led, _ = _render(b, "base", p)
-    pupil = p["eye"]["pupil_diameter"]["value"]
+    d = _aperture(p)
     b.refs = {"C04.1": {"cases": ["base"]},
-              "C04.2": {"case": "base", "value": [ref.airy_radius_arcmin(ref.AIRY_DARK[0], w, pupil) for w, _ in spec]},
+              "C04.2": {"case": "base", "value": [ref.airy_radius_arcmin(ref.AIRY_DARK[0], w, d) for w, _ in spec]},
               "C04.3": {"cases": {"base": _energy(led)}}}
     return b
 
@@ -1097,7 +1104,8 @@ def f03(c: Ctx) -> Built:
     b = Built()
     p = c.pkg(hole_model="solid", thin_power=c.e["refraction"])
     _render(b, "base", p)
-    d = p["eye"]["pupil_diameter"]["value"]
+    pupil = p["eye"]["pupil_diameter"]["value"]
+    d = _aperture(p)
     # The radius is 0.5-2 first dark rings of the pool's middle pupil, not of this eye's: drawn from the
     # measured pupil it would follow the pupil's error, and the noise budget would miss that error.
     mid = 6.0 if c.ood else 3.3
@@ -1105,7 +1113,8 @@ def f03(c: Ctx) -> Built:
     b.task = {"encircled_radius_arcmin": rho}
     b.refs = {"F03.1": {"case": "base", "value": [ref.airy_radius_arcmin(x, 550.0, d) for x in ref.AIRY_DARK]},
               "F03.2": {"case": "base", "value": ref.airy_radius_arcmin(ref.AIRY_BRIGHT, 550.0, d)},
-              "F03.3": {"case": "base", "value": ref.encircled_energy_airy(rho, 550.0, d)},
+              # Of the incident flux: the light outside the optic zone (if any) spreads far beyond rho.
+              "F03.3": {"case": "base", "value": (d / pupil) ** 2 * ref.encircled_energy_airy(rho, 550.0, d)},
               "F03.4": {"cases": ["base"]}}
     return b
 

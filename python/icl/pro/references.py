@@ -127,6 +127,15 @@ def airy_radius_arcmin(factor: float, wavelength_nm: float, pupil_mm: float) -> 
     return factor * wavelength_nm * 1e-9 / (pupil_mm * 1e-3) * RAD_TO_ARCMIN
 
 
+def limiting_aperture_mm(pupil_mm: float, optic_zone_mm: float) -> float:
+    """Diameter of the aperture whose Airy pattern is the diffraction-limited core of an eye the ICL corrects,
+    under the thin model (a centred optic zone coplanar with the pupil): the pupil, or the optic zone where
+    the pupil is wider. Light outside the zone keeps the eye excess K and spreads over K times its radius
+    (tens of arcmin), so it adds no ring near the core.
+    """
+    return min(pupil_mm, optic_zone_mm)
+
+
 def encircled_energy_airy(radius_arcmin: float, wavelength_nm: float, pupil_mm: float) -> float:
     """Fraction of an Airy pattern within ``radius_arcmin``: ``1 - J0(v)^2 - J1(v)^2``, ``v = pi D theta / lambda``
     (about 0.8378 at the first dark ring).

@@ -317,8 +317,10 @@ def _forward(t: Instance, tid: str) -> None:
     p = t.pkg(cases[0])
     pupil, lam = _v(p, "eye.pupil_diameter"), _lam(p)
     k = _v(p, "eye.thin_eye_excess")
+    # The corrected core is the Airy pattern of the limiting aperture (the pupil, or the optic zone inside it).
+    core = ref.limiting_aperture_mm(pupil, _v(p, "implant.optic_zone_diameter"))
     if tid == "C01":
-        t.metric("base", "C01.2", ref.airy_radius_arcmin(ref.AIRY_DARK[0], lam, pupil))
+        t.metric("base", "C01.2", ref.airy_radius_arcmin(ref.AIRY_DARK[0], lam, core))
     elif tid == "C02":
         t.metric("base", "C02.2", ref.strehl_defocus(k + _v(p, "implant.thin_power"), pupil, 550.0))
     elif tid == "C03":
@@ -326,7 +328,7 @@ def _forward(t: Instance, tid: str) -> None:
         t.metric("base", "C03.2", ref.orientation_deg(img, axis))
     elif tid == "C04":
         spec = p["illumination"]["sources"][0]["spectrum"]["value"]
-        t.metric("base", "C04.2", [ref.airy_radius_arcmin(ref.AIRY_DARK[0], w, pupil) for w, _ in spec])
+        t.metric("base", "C04.2", [ref.airy_radius_arcmin(ref.AIRY_DARK[0], w, core) for w, _ in spec])
     elif tid == "C06":
         oz = _v(p, "implant.optic_zone_diameter")
         t.metric("base", "C06.2", ref.annulus_fraction(pupil, oz))
@@ -395,9 +397,10 @@ def _forward(t: Instance, tid: str) -> None:
             }
         )
     elif tid == "F03":
-        t.metric("base", "F03.1", [ref.airy_radius_arcmin(x, 550.0, pupil) for x in ref.AIRY_DARK])
-        t.metric("base", "F03.2", ref.airy_radius_arcmin(ref.AIRY_BRIGHT, 550.0, pupil))
-        t.metric("base", "F03.3", ref.encircled_energy_airy(t.task["encircled_radius_arcmin"], 550.0, pupil))
+        t.metric("base", "F03.1", [ref.airy_radius_arcmin(x, 550.0, core) for x in ref.AIRY_DARK])
+        t.metric("base", "F03.2", ref.airy_radius_arcmin(ref.AIRY_BRIGHT, 550.0, core))
+        t.metric("base", "F03.3", (core / pupil) ** 2
+                 * ref.encircled_energy_airy(t.task["encircled_radius_arcmin"], 550.0, core))
     elif tid in ("F04", "F06"):
         stem = "psf_alt" if tid == "F04" else "psf_repeat"
         img, method = t.alt("base")

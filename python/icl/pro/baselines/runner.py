@@ -167,16 +167,18 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
     _claim(m, "centroid_arcmin", lambda: ref.centroid_arcmin(img, axis) if img.sum() > 0 else [0.0, 0.0])
     _claim(m, "psf_orientation_deg", lambda: ref.orientation_deg(img, axis) if img.sum() > 0 else 0.0)
     _claim(m, "encircled_energy_1arcmin", lambda: ref.encircled(img, axis, 1.0))
-    if strategy == "ignores_hole":  # wave optics: diffraction quantities
-        _claim(m, "first_dark_ring_arcmin", lambda: ref.airy_radius_arcmin(ref.AIRY_DARK[0], lam, d))
+    if strategy == "ignores_hole":  # wave optics: diffraction quantities of the limiting aperture
+        core = ref.limiting_aperture_mm(d, oz) if d is not None and oz is not None else d
+        _claim(m, "first_dark_ring_arcmin", lambda: ref.airy_radius_arcmin(ref.AIRY_DARK[0], lam, core))
         waves = [w for w, _ in pkg["illumination"]["sources"][0]["spectrum"]["value"]]
         _claim(m, "first_dark_ring_arcmin_by_wavelength",
-               lambda: [ref.airy_radius_arcmin(ref.AIRY_DARK[0], w, d) for w in waves])
-        _claim(m, "airy_dark_rings_arcmin", lambda: [ref.airy_radius_arcmin(x, lam, d) for x in ref.AIRY_DARK])
-        _claim(m, "first_bright_ring_arcmin", lambda: ref.airy_radius_arcmin(ref.AIRY_BRIGHT, lam, d))
+               lambda: [ref.airy_radius_arcmin(ref.AIRY_DARK[0], w, core) for w in waves])
+        _claim(m, "airy_dark_rings_arcmin", lambda: [ref.airy_radius_arcmin(x, lam, core) for x in ref.AIRY_DARK])
+        _claim(m, "first_bright_ring_arcmin", lambda: ref.airy_radius_arcmin(ref.AIRY_BRIGHT, lam, core))
         if "encircled_radius_arcmin" in task:
             radius = task["encircled_radius_arcmin"]
-            _claim(m, "encircled_energy_airy", lambda: ref.encircled_energy_airy(radius, lam, d))
+            _claim(m, "encircled_energy_airy",
+                   lambda: (core / d) ** 2 * ref.encircled_energy_airy(radius, lam, core))
         if p is not None:
             _claim(m, "strehl_ratio", lambda: ref.strehl_defocus(k + p, d, lam))
     return m
