@@ -246,3 +246,20 @@ def test_dark_rings_and_encircled_energy_use_the_limiting_aperture():
             img, _, axis = ref.render_psf(scene_from_package(pkg))
             got = ref.encircled(img, axis, b.task["encircled_radius_arcmin"])
             assert got == pytest.approx(b.refs["F03.3"]["value"], abs=0.005)
+
+
+def test_e01_states_what_it_withholds():
+    """Issue 29 item 5: E01's package stated a centred, fully correcting ICL (decentre 0 +- 0.02 mm) while the
+    observation was rendered decentred with a residual; what the observation is to find is now unknown, and so
+    are the anterior radius and the vault that E01.2 scores not identifiable (the thin-phase image fixes the
+    thin power only; the paraxial solve needs the vault)."""
+    from icl.pro.generate import E01_QUERIES
+
+    e = base_eye("E00", KEY, False)
+    b = BUILDERS["E01"](Ctx(KEY.rng("test", "E01", 0), e, fit_icl(e, family("F00", KEY, False)), "E00", "F00"))
+    imp = b.cases["base"]["implant"]
+    for name in ("decentre_x", "decentre_y", "thin_power", "anterior_radius", "vault"):
+        assert imp[name]["value"] is None and imp[name]["status"] == "unknown", name
+    assert b.refs["E01.1"]["truth"]["decentre_mm"][0] != 0.0
+    assert E01_QUERIES["vault_mm"] == E01_QUERIES["icl_anterior_radius_mm"] == "not_identifiable"
+    assert "vault" in b.task["identifiability"]

@@ -828,7 +828,9 @@ def exposed(img: np.ndarray, exposure: float) -> np.ndarray:
 
 # E01 queries: whether the clipped observation with the stated inputs determines each quantity. The residual
 # sphere (sign included: the hole's uncorrected light and the clipping break the sign symmetry) and the
-# total pattern shift are determined; decentre and fixation offset trade against each other.
+# total pattern shift are determined; decentre and fixation offset trade against each other. The package
+# withholds the ICL's power, anterior radius and vault: the thin-phase image fixes the thin power only, and
+# the paraxial solve gives a different anterior radius for each vault, so neither is identifiable.
 E01_QUERIES = {"residual_sphere_d": "determined", "residual_sphere_sign": "determined",
                "pattern_shift_x_arcmin": "determined", "decentre_x_mm": "not_identifiable",
                "fixation_offset_x_arcmin": "not_identifiable", "vault_mm": "not_identifiable",
@@ -885,12 +887,24 @@ def e01(c: Ctx) -> Built:
     misfit = [fit, misfit_of(dict(truth, residual_sphere_d=-res))]
     scales = {"decentre_mm": round(size / 1.2, 4), "residual_sphere_d": 0.2, "fixation_offset_arcmin": 0.5}
     b.public_npz["observation"] = {"image": obs, "x_arcmin": axis, "y_arcmin": axis, "exposure": np.array(exposure)}
+    # What the observation is to find is not stated (before, the package stated a centred, fully correcting
+    # ICL while the truth was decentred with a residual).
+    for name in ("decentre_x", "decentre_y", "thin_power"):
+        p["implant"][name].update(value=None, status="unknown", source="to be inferred", uncertainty=None)
+    p["implant"]["anterior_radius"].update(value=None, status="unknown", uncertainty=None,
+                                           source="not given: with the other radii and the vault it would state thin_power")
+    p["implant"]["vault"].update(value=None, status="unknown", source="not measured", uncertainty=None)
     queries = c.rng.choice(list(E01_QUERIES), 4, replace=False).tolist()
     menu = [str(c.rng.choice(E01_BREAKERS))] + c.rng.choice(E01_OTHERS, 3, replace=False).tolist()
     c.rng.shuffle(menu)
     b.task = {"observation": "observation.npz: image = min(exposure * linear image, 1); the source is nominally at (0, 0)",
               "model": THIN_MODEL, "menu": {m: E01_MEASUREMENTS[m] for m in menu},
               "queries": queries, "query_vocabulary": ["determined", "not_identifiable"],
+              "identifiability": "a quantity is determined when every parameter set that reproduces the observation "
+                                 "within the E01.1 tolerance, with the stated inputs and model, gives it the same "
+                                 "value; the package withholds the ICL's thin power, anterior radius and vault (the "
+                                 "thin model's image depends on the thin power only; the paraxial solve of the "
+                                 "anterior radius needs the vault)",
               "structural_scales": scales,
               "solution_fields": {"decentre_mm": "[u, v]", "residual_sphere_d": "eye excess + ICL power",
                                   "fixation_offset_arcmin": "[x, y]"}}
