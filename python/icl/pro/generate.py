@@ -60,6 +60,9 @@ CENTRAL_PORT = ("documented product value: central port (KS-AquaPORT) of the Vis
                 "(Shimizu K. et al., Br J Ophthalmol 2012;96:409-412; STAAR Surgical)")
 COLLAMER_INDEX = ("documented product value: refractive index of Collamer, 1.45 (STAAR Surgical Visian ICL "
                   "product information); dispersion not modelled")
+# The eye's indices are the schematic eye's values near its 589 nm reference (cornea rounded), not 550 nm ones.
+INDEX_WAVELENGTH = (" (value near the schematic eye's 589 nm reference wavelength, rounded; used at every "
+                    "wavelength: no dispersion)")
 LAYERS = ["tear_film", "cornea", "anterior_chamber", "iris_pupil", "icl", "posterior_chamber_gap",
           "crystalline_lens", "vitreous", "retina"]
 
@@ -171,8 +174,8 @@ def make_package(e: dict, f: dict, eid: str, fid: str, *, sources=None, unknown=
            "cornea_anterior_conic": param(e["cornea_anterior_conic"], "1", se, uncertainty=0.05),
            "cornea_thickness": param(e["cornea_thickness"], "mm", se, uncertainty=0.005),
            "cornea_posterior_radius": param(e["cornea_posterior_radius"], "mm", se, uncertainty=0.05),
-           "cornea_index": param(e["cornea_index"], "1", NAVARRO + " (550 nm)", "documented"),
-           "aqueous_index": param(e["aqueous_index"], "1", NAVARRO + " (550 nm)", "documented"),
+           "cornea_index": param(e["cornea_index"], "1", NAVARRO + INDEX_WAVELENGTH, "documented"),
+           "aqueous_index": param(e["aqueous_index"], "1", NAVARRO + INDEX_WAVELENGTH, "documented"),
            "anterior_chamber_depth": param(e["anterior_chamber_depth"], "mm", se + "; corneal epithelium to crystalline lens anterior pole on the visual axis", uncertainty=0.02),
            "lens_anterior_radius": param(e["lens_anterior_radius"], "mm", se + LENS_SPHERICAL, uncertainty=0.2),
            "lens_thickness": param(e["lens_thickness"], "mm", se, uncertainty=0.02),
@@ -260,8 +263,11 @@ VISUAL = ("images are in visual coordinates (+x right, +y up as the observer see
 THIN_MODEL = {
     "engine": "thin-phase pupil model",
     "pupil_plane": "thin model: the ICL, its central hole and its optic zone are coplanar with the pupil "
-                   "(diameter eye.pupil_diameter) at their stated diameters and decentres; the cornea's "
-                   "magnification of the ICL plane is not modelled",
+                   "(diameter eye.pupil_diameter, the entrance pupil: the iris as seen through the cornea) at "
+                   "their stated diameters and decentres; the cornea's magnification of the ICL plane is not "
+                   "modelled (seen through the cornea the hole and the zone are larger by 1/m, m the paraxial "
+                   "beam-height ratio of the ICL plane, about 0.88-0.94 in these eyes: a 0.36 mm hole appears "
+                   "0.38-0.41 mm; the thick model traces that footprint)",
     "powers": "eye.thin_eye_excess and implant.thin_power (and implant.cylinder, acting perpendicular to "
               "implant.cylinder_axis) are refractions at the corneal vertex applied as quadratic phases "
               "W = -(K/2) r^2 in that plane; light through the hole or outside the optic zone sees the eye "
@@ -375,7 +381,9 @@ def a02(c: Ctx) -> Built:
     p["implant"]["vault"].update(value=None, status="unknown", source="to be derived", uncertainty=None)
     b.cases["base"] = p
     cat = "low" if vault < 0.25 else ("high" if vault > 0.75 else "normal")
-    b.task = {"vault_categories": {"low": "below 0.25 mm", "normal": "0.25 to 0.75 mm", "high": "above 0.75 mm"}}
+    b.task = {"vault_categories": {"low": "below 0.25 mm", "normal": "0.25 to 0.75 mm", "high": "above 0.75 mm"},
+              "vault_categories_source": "task convention: the 250-750 micrometre central vault often quoted as "
+                                         "the acceptable range; not a clinical decision rule"}
     b.refs = {"A02.1": {"case": "base", "value": vault}, "A02.2": {"case": "base", "value": cat},
               "A02.3": {"case": "base", "value": c.e["anterior_chamber_depth"] - c.e["cornea_thickness"]}}
     return b
@@ -950,7 +958,12 @@ def e03(c: Ctx) -> Built:
         p["implant"][name].update(value=None, status="unknown", source="to be inferred", uncertainty=None)
     b.cases["base"] = p
     b.public_npz["observation"] = {"image": img, "x_arcmin": axis, "y_arcmin": axis}
-    b.task = {"fixation_uncertainty_arcmin": 1.0}
+    b.task = {"fixation_uncertainty_arcmin": 1.0,
+              "fixation_uncertainty": "a bound, not a standard deviation: the eye's fixation (one offset shared by "
+                                      "both sources) lies within 1.0 arcmin of the nominal source positions in x "
+                                      "and in y, with no distribution implied; a fixation offset and a decentre "
+                                      "shift the pattern alike (Prentice), so an interval holds every decentre the "
+                                      "observation allows for some offset within the bound"}
     b.refs = {"E03.1": {"case": "base", "truth": dec[0], "max_width": 0.12},
               "E03.2": {"case": "base", "truth": dec[1], "max_width": 0.12}}
     return b

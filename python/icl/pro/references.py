@@ -104,9 +104,11 @@ def fresnel_unpolarised(n1: float, n2: float, incidence_deg: float) -> float:
 def prentice_shift_arcmin(thin_power_d: float, decentre_mm: float) -> float:
     """Visual shift (arcmin) of the light through a thin lens decentred by ``decentre_mm``.
 
-    Prentice's rule: the prism is ``|P| c`` (P in D, c in cm), base toward the decentre for a minus lens; seen
-    through it an object moves with the lens, so the pattern shifts by ``-P c`` (radians, c in m) along the
-    decentre: toward it for a minus lens ("with motion"), away from it for a plus lens.
+    Prentice's rule: the prism is ``|P| c`` (P in D, c in cm). The pupil looks through the lens at ``-c`` from
+    its centre; a minus lens is thicker toward its edge, so the base points away from the decentre (toward it
+    for a plus lens). An object seen through a prism appears displaced toward the apex, so the pattern shifts
+    by ``-P c`` (radians, c in m) along the decentre: toward it for a minus lens ("with motion"), away from it
+    for a plus lens.
     """
     return -thin_power_d * decentre_mm * 1e-3 * RAD_TO_ARCMIN
 
