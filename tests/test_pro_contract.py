@@ -245,3 +245,49 @@ def test_cli_validate(sub: Path) -> None:
     bad = runner.invoke(cmd, [str(sub)])
     assert bad.exit_code == 1
     assert "report.md" in bad.output and "is empty" in bad.output
+
+
+def test_eye_json_takes_the_uncertainty_objects_the_inputs_give(sub: Path) -> None:
+    # Issue 31 item 2: E06's packages give {"range", "distribution"} uncertainties, which the validator refused.
+    given = {"value": -8.0, "unit": "D", "source": "synthetic ICL design family DF01", "status": "estimated",
+             "uncertainty": {"range": [-8.4, -7.7], "distribution": "uniform"}}
+    write_json(sub / "model" / "eye.json", {"implant": {"thin_power": given}})
+    assert validate_submission(sub).issues == []
+    bad = dict(given, uncertainty={"range": [1.0, 0.0], "distribution": "uniform"})
+    write_json(sub / "model" / "eye.json", {"implant": {"thin_power": bad, "x": dict(given, uncertainty=-1)}})
+    assert _where(validate_submission(sub)) == {("model/eye.json", "implant.thin_power.uncertainty"),
+                                                ("model/eye.json", "implant.x.uncertainty")}
+
+
+def test_package_uncertainties_follow_the_same_schema() -> None:
+    from icl.pro.package import uncertainty_problem
+
+    assert uncertainty_problem(None) is None and uncertainty_problem(0.02) is None
+    assert uncertainty_problem({"range": [-1, 1], "distribution": "that of thin_power"}) is None
+    assert uncertainty_problem({"range": [-1], "distribution": "uniform"})
+    assert uncertainty_problem(float("nan")) and uncertainty_problem("0.1")
+
+
+def test_provenance_is_audited_per_instance(tmp_path: Path) -> None:
+    """Issue 31 item 1: one run's model/eye.json serves every instance; each instance's provenance, copied
+    verbatim under instances.<id>, passes A04.2 in every instance, while the same claims at the top level are
+    audited against every instance and fail where that instance marks the parameter unknown."""
+    from icl.pro.score import InstanceScorer
+
+    measured = {"value": 3.6, "unit": "mm", "source": "synthetic base eye BE01 (perturbed)", "uncertainty": 0.02,
+                "status": "measured"}
+    unknown = {"value": None, "unit": "mm", "source": "not measured", "uncertainty": None, "status": "unknown"}
+    filler = {f"p{i}": {"value": 1.0, "unit": "1", "source": "s", "uncertainty": None, "status": "synthetic"}
+              for i in range(8)}
+    refs = {"A04-00": {"guarded": [], "input_sources": [measured["source"]]},
+            "A04-01": {"guarded": ["eye.lens_thickness"], "input_sources": ["not measured"]}}
+
+    def grades(model: dict) -> dict:
+        run = tmp_path / "run"
+        write_json(run / "model" / "eye.json", model)
+        return {iid: InstanceScorer(tmp_path, run, iid, {}).k_provenance(None, r)[0] for iid, r in refs.items()}
+
+    per_instance = {"shared": filler, "instances": {"A04-00": {"eye": {"lens_thickness": measured}},
+                                                    "A04-01": {"eye": {"lens_thickness": unknown}}}}
+    assert grades(per_instance) == {"A04-00": 1.0, "A04-01": 1.0}
+    assert grades({"shared": filler, "eye": {"lens_thickness": measured}}) == {"A04-00": 1.0, "A04-01": 0.0}

@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from icl.pro.package import uncertainty_problem
 from icl.pro.results_schema import (
     EXPERIMENT_KINDS,
     RESULT_FILES,
@@ -30,7 +31,6 @@ from icl.pro.results_schema import (
     _json,
     check_experiment_entries,
     check_file,
-    finite_number,
 )
 
 #: Case ids (``results/<case>``): no path separators, no leading dot.
@@ -243,9 +243,9 @@ def _check_parameters(report: Report, rel: str, obj: Any, where: str) -> int:
     for key in ("unit", "source"):
         if not isinstance(obj.get(key), str):
             report.add(rel, f"{where}.{key}", "parameter needs a string (use '1' for dimensionless units)")
-    unc = obj.get("uncertainty", "missing")
-    if not (unc is None or (finite_number(unc) and unc >= 0)):
-        report.add(rel, f"{where}.uncertainty", "parameter needs a non-negative number or null")
+    problem = uncertainty_problem(obj.get("uncertainty")) if "uncertainty" in obj else "is missing"
+    if problem:  # the schema of the data packages (icl.pro.package.uncertainty_problem)
+        report.add(rel, f"{where}.uncertainty", f"parameter uncertainty {problem}")
     if obj.get("status") not in PARAMETER_STATUS:
         report.add(rel, f"{where}.status", f"must be one of {list(PARAMETER_STATUS)}")
     return 1

@@ -17,6 +17,7 @@ exactly this; the thick references use the same frame (icl.pro.thick).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,30 @@ from icl.io import load_json
 STATUSES = ("measured", "documented", "synthetic", "estimated", "unknown")
 PACKAGE_FILES = ("eye", "implant", "illumination", "detector")
 HOLE_MODELS = ("solid", "clear", "black", "index_matched")
+
+
+def uncertainty_problem(unc: Any) -> str | None:
+    """Why ``unc`` is not a parameter uncertainty, or None if it is one.
+
+    One schema for the data packages and for a submission's ``model/eye.json``: ``null`` (not stated), a
+    non-negative number (a bound: the true value lies within +- that of the stated one), or
+    ``{"range": [low, high], "distribution": text}`` (the true value lies in the closed range, distributed as
+    the text says, e.g. ``"uniform"``).
+    """
+    if unc is None:
+        return None
+    if isinstance(unc, (int, float)) and not isinstance(unc, bool):
+        return None if math.isfinite(unc) and unc >= 0 else "a number must be finite and non-negative"
+    if isinstance(unc, dict) and set(unc) == {"range", "distribution"}:
+        r = unc["range"]
+        ok = (isinstance(r, list) and len(r) == 2
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in r))
+        if not ok or r[0] > r[1]:
+            return "range must be [low, high]: two finite numbers, low <= high"
+        if not isinstance(unc["distribution"], str) or not unc["distribution"].strip():
+            return "distribution must be a non-empty string"
+        return None
+    return 'must be null, a non-negative number or {"range": [low, high], "distribution": text}'
 
 
 def param(value: Any, unit: str, source: str, status: str = "synthetic", uncertainty: Any = None) -> dict:
@@ -57,6 +82,9 @@ def _check_params(obj: Any, file: str, where: str) -> None:
                 raise InputError(f"parameter lacks {sorted(missing)}", file, where or None)
             if obj["status"] not in STATUSES:
                 raise InputError(f"status must be one of {list(STATUSES)}", file, f"{where}.status")
+            problem = uncertainty_problem(obj["uncertainty"])
+            if problem:
+                raise InputError(f"uncertainty {problem}", file, f"{where}.uncertainty")
             return
         for k, v in obj.items():
             _check_params(v, file, f"{where}.{k}" if where else k)

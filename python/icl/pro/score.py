@@ -63,6 +63,18 @@ def model_parameters(obj: Any, where: str = "") -> list[tuple[str, dict]]:
     return out
 
 
+def instance_parameters(model: dict, iid: str) -> list[tuple[str, dict]]:
+    """The parameters of ``model`` that speak for instance ``iid``: everything outside the top-level
+    ``instances`` object (one run's file for all its instances, so audited against each of them) and what is
+    under ``instances.<iid>`` (this instance's own provenance); other instances' entries are not read.
+    """
+    out = [(p, e) for p, e in model_parameters({k: v for k, v in model.items() if k != "instances"})]
+    own = model.get("instances", {})
+    if isinstance(own, dict) and isinstance(own.get(iid), dict):
+        out += model_parameters(own[iid], f"instances.{iid}")
+    return out
+
+
 class _Fail(Exception):
     """A check fails with a reason (score 0)."""
 
@@ -431,7 +443,7 @@ class InstanceScorer:
         if len(sourced) < MIN_MODEL_PARAMETERS:
             return 0.0, (f"model/eye.json has {len(sourced)} parameters with a source and a status "
                          f"(at least {MIN_MODEL_PARAMETERS}): too little to audit")
-        params = model_parameters(model)
+        params = instance_parameters(model, self.iid)
         bad = []
         for dotted in r["guarded"]:
             name = dotted.split(".", 1)[1]
