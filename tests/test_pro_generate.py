@@ -179,12 +179,13 @@ def test_package_radii_give_the_stated_thin_phase(release):
         if imp["cylinder"]["value"]:
             assert imp["cylinder"]["source"].startswith("thin-phase toric term"), where
         checked.add(where.split("/")[2][:3])
-    # Every template has traced cases except E02, whose thin power (and so its radius) is the unknown,
+    # Every template has traced cases except E01 and E02, whose thin power (and so its radius) is the unknown,
     # A04, which marks 2-4 parameters unknown of which at most one (the pupil) is not needed by the trace,
     # A05, which withholds the axial length and the crystalline lens (what a refraction cannot determine),
     # and E05, which withholds the vault in about half of its instances (all of them in some releases).
-    assert withheld == {"E02"} and derived == {"B01", "B06", "D06"}
-    assert set(BUILDERS) - {"A04", "A05", "E02", "E05"} <= checked <= set(BUILDERS) - {"A04", "A05", "E02"}
+    assert withheld == {"E01", "E02"} and derived == {"B01", "B06", "D06"}
+    assert (set(BUILDERS) - {"A04", "A05", "E01", "E02", "E05"} <= checked
+            <= set(BUILDERS) - {"A04", "A05", "E01", "E02"})
 
 
 # ----------------------------------------------------------------------------- measurement noise, OOD structure
