@@ -263,3 +263,21 @@ def test_e01_states_what_it_withholds():
     assert b.refs["E01.1"]["truth"]["decentre_mm"][0] != 0.0
     assert E01_QUERIES["vault_mm"] == E01_QUERIES["icl_anterior_radius_mm"] == "not_identifiable"
     assert "vault" in b.task["identifiability"]
+
+
+def test_the_residual_sign_shows_with_a_clear_hole(eye_family):
+    """Issue 29 item 6: C02 and E02 called the residual's sign undeterminable; with the clear hole the hole's
+    uncorrected light adds coherently to the optic's, so +R and -R give different PSFs (not so with a solid
+    optic, whose defocus PSF is even in R)."""
+    e, f = eye_family
+    k = -e["refraction"]
+
+    def psf(res: float, hole_model: str) -> np.ndarray:
+        pkg = make_package(e, f, "E00", "F00", hole_model=hole_model, thin_power=res - k)
+        return ref.render_psf(scene_from_package(pkg))[0]
+
+    for res in (0.3, 0.6):
+        a, b = psf(res, "clear"), psf(-res, "clear")
+        assert np.abs(a - b).sum() / b.sum() > 0.05
+        a, b = psf(res, "solid"), psf(-res, "solid")
+        assert np.abs(a - b).sum() / b.sum() < 1e-6
