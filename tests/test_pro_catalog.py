@@ -35,3 +35,13 @@ def test_catalog_rejects_expert_with_tolerance(tmp_path):
     p.write_text(json.dumps(data))
     with pytest.raises(InputError, match="templates.0.checks.3"):
         load_catalog(p)
+
+
+def test_e06_text_states_what_is_graded():
+    # Issue 31 item 3: the catalogue said 0.25 while the scorer grades the calibrated width rule.
+    from icl.pro.generate import E06_GRID, E06_WIDTH_FACTOR, E06_WIDTH_SLACK
+
+    ch = next(c for c in load_catalog().template("E06").checks if c.id == "E06.1")
+    assert ch.tolerance is None
+    for number in (E06_WIDTH_FACTOR, E06_WIDTH_SLACK, E06_GRID):
+        assert f"{number:g}" in ch.text, number
