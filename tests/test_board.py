@@ -8,6 +8,7 @@ four-template release, kills a worker in the middle of a task, and checks the sa
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -335,7 +336,11 @@ def test_board_end_to_end_four_baselines_and_a_lost_worker(tmp_path):
     killed: list = []
     stop = threading.Event()
     environ = dict(os.environ)  # a Nanny writes OMP_NUM_THREADS=1 and friends into this process
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with contextlib.ExitStack() as stack:
+        stack.callback(lambda: (os.environ.clear(), os.environ.update(environ)))
+        cluster = stack.enter_context(
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        )
         killer = threading.Thread(target=_kill_a_busy_worker, args=(cluster.scheduler_address, killed, stop))
         killer.start()
         try:
@@ -353,8 +358,6 @@ def test_board_end_to_end_four_baselines_and_a_lost_worker(tmp_path):
         finally:
             stop.set()
             killer.join()
-    os.environ.clear()
-    os.environ.update(environ)
     assert killed, "no worker was killed"
     lost = {k for k in killed[0]["keys"]}
     ran = {t["key"]: t for t in dist["tasks"]}
