@@ -313,7 +313,7 @@ def test_board_end_to_end_small(small, tmp_path):
 def _kill_a_busy_worker(address: str, killed: list, stop: threading.Event) -> None:
     from distributed import Client
 
-    with Client(address) as client:
+    with Client(address, set_as_default=False) as client:
         while not stop.is_set():
             busy = {w: ks for w, ks in client.processing().items() if ks}
             if busy:

@@ -11,8 +11,9 @@ one work folder, which :mod:`icl.board.rows` scores:
     runs/<name>/run<k>/logs/<set>/      stdout.log, stderr.log, run_record.json
     scores/<name>.json                  the track scorer's result over the runs
 
-Tasks are shared-nothing: a task carries the submission and its input set as file maps (scattered once to
-every worker), unpacks them into a private folder of its worker, runs :func:`icl.sandbox.harness.
+Tasks are shared-nothing: a task carries the submission and its input set as file maps (in the task
+itself: data scattered ahead lives only on the workers holding it, and a killed holder lost it for good in
+the lost-worker test), unpacks them into a private folder of its worker, runs :func:`icl.sandbox.harness.
 run_submission` with the frozen code hash and the board's budget, and returns the run record with the
 OUTPUT and logs as file maps. Only the client writes files, in task order, so a cluster needs no shared file
 system and serial and distributed evaluation write the same bytes (apart from the measured costs and the
@@ -242,8 +243,8 @@ def execute(
     """Run every task (serially without ``scheduler``); results in task order.
 
     ``files`` maps a name to a file map; each task names its ``submission`` and ``inputs`` there. On
-    dask, every file map is scattered to every worker once (a replacement worker fetches it from a live
-    one), and each task is submitted under its own key with ``retries``.
+    dask, each task is submitted under its own key with ``retries`` and carries its two file maps, so a
+    task lost with its worker is rerun on any other.
     """
     from icl.parallel import _progress, dask_client
 
@@ -258,13 +259,14 @@ def execute(
         from distributed import as_completed
 
         with dask_client(scheduler, workers) as client:
-            scattered = {k: client.scatter([v], broadcast=True)[0] for k, v in files.items()}
+            # Each task carries its file maps: scattered data lives only on the workers that hold it (a
+            # broadcast reaches the workers connected at that moment), and a killed holder loses it for good.
             futures = [
                 client.submit(
                     run_task,
                     t,
-                    scattered[t["submission"]],
-                    scattered[t["inputs"]],
+                    files[t["submission"]],
+                    files[t["inputs"]],
                     key=t["key"],
                     pure=False,
                     retries=retries,
