@@ -152,3 +152,16 @@ def test_forensics_table_safety_score_and_items(tmp_path):
     assert pr["NH"]["pass_rate"]["perfect"] == 1.0 and set(pr) == {"NH", "DUP", "SPL"}
     rs = core.rank_stability(t, n=30)
     assert rs["pairwise_order_probability"]["perfect"]["noisy"] > 0.9
+
+
+def test_pro_calibration_runs_several_baselines_through_the_harness(tmp_path):
+    # Each baseline is evaluated in its own folder: a second evaluation into one work folder found the
+    # first one's input sets and stopped (the command failed after its first baseline).
+    from icl.calibrate import pro
+    from icl.pro.generate import generate
+
+    rel = tmp_path / "rel"
+    generate(rel, per_template=4, seed=3, progress=False, only=["A03"])
+    table, ctx = pro.run(rel, tmp_path / "work", runs=1, per_template=1, strategies=("constant", "placeholder"))
+    assert set(ctx["scores"]) == {"constant", "placeholder"}
+    assert all(v["completion_rate"] == 1.0 for v in ctx["scores"].values())

@@ -15,7 +15,7 @@ import numpy as np
 
 from icl.calibrate.core import Table
 
-ORDER = ("full-model", "knowledge-qa", "ignores_hole", "geometric", "hand_halo", "gaussian", "constant")
+ORDER = ("full-model", "knowledge-qa", "ignores_hole", "geometric", "hand_halo", "gaussian", "constant", "placeholder")
 ROLES = {"full-model": "ceiling", "constant": "floor", "placeholder": "adversarial (no physics)"}
 #: Report line of the references left out of the ranking.
 NOT_RANKED = (
@@ -41,8 +41,8 @@ def run(
     ids = select_instances(release, per_template, split)
     scores = []
     task = bar.add_task("pro: baselines through the harness", total=len(subs)) if bar else None
-    for sub in subs:
-        scores += evaluate(release, [sub], work / "runs", runs=runs, instances=ids, progress=False)
+    for sub in subs:  # one evaluation folder each: evaluate writes its input sets into a new folder
+        scores += evaluate(release, [sub], work / "runs" / sub.name, runs=runs, instances=ids, progress=False)
         if bar:
             bar.advance(task)
     frozen = sorted((scores[0]["run_details"][0].get("not_ranked") or {}).items()) if scores else []
