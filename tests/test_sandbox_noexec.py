@@ -14,20 +14,12 @@ from pathlib import Path
 
 import pytest
 from icl.sandbox import harness
-from icl.sandbox.harness import Limits, available_mechanisms, run_submission
+from icl.sandbox.harness import available_mechanisms, run_submission
 from icl.sandbox.seccomp import ARCHES, build_filter
+from small_limits import SMALL
 
 HOSTILE = Path(__file__).parent / "hostile_submissions"
 MECHANISMS = available_mechanisms()
-SMALL = Limits(
-    cpus=1,
-    memory_bytes=1024**3,
-    timeout_s=60.0,
-    processes=64,
-    file_bytes=64 * 1024**2,
-    tmp_bytes=16 * 1024**2,
-    output_bytes=64 * 1024**2,
-)
 
 
 @pytest.fixture

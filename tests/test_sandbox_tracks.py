@@ -17,23 +17,15 @@ import pytest
 from icl.pro.contract import validate_results, validate_submission
 from icl.sandbox import layout as layout_mod
 from icl.sandbox.boards import board_entry, leaderboards
-from icl.sandbox.harness import Limits, available_mechanisms, run_submission
+from icl.sandbox.harness import available_mechanisms, run_submission
 from icl.sandbox.provenance import THRESHOLD, classify_track, compare_code, scan_submission
+from small_limits import SMALL
 
 sys.path.insert(0, str(Path(__file__).parent))
 from hostile_submissions.vendored import build as build_vendored  # noqa: E402
 
 HOSTILE = Path(__file__).parent / "hostile_submissions"
 MECHANISMS = available_mechanisms()
-SMALL = Limits(
-    cpus=1,
-    memory_bytes=1024**3,
-    timeout_s=60.0,
-    processes=64,
-    file_bytes=64 * 1024**2,
-    tmp_bytes=16 * 1024**2,
-    output_bytes=64 * 1024**2,
-)
 VENDORED_RUN = """#!/bin/sh
 # Hostile: declared from-scratch, imports a renamed, reformatted copy of the reference package.
 PYTHONPATH=/submission/source exec python3 -c 'import optikit' && echo ran > "$2/ran.txt"
