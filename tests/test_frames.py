@@ -7,7 +7,6 @@ track's stated sign convention, which draws the optic's prism the other way.
 """
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest

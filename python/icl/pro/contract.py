@@ -25,7 +25,6 @@ from typing import Any
 
 from icl.pro.package import uncertainty_problem
 from icl.pro.results_schema import (
-    EXPERIMENT_KINDS,
     RESULT_FILES,
     SCHEMAS,
     _json,

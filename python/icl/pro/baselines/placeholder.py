@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 
 from icl.io import load_json, write_json
 from icl.pro.baselines.runner import _gauss, _grid, energy_ledger
