@@ -7,7 +7,7 @@ within the parameter's declared uncertainty from a keyed stream of that instance
 (``HMAC-SHA256(key, "pro/noise/<instance>/<parameter>")``), and marked ``status: "measured"``. The same
 value is stated in every case of the instance (one eye, measured once). Values a task sets (a pupil, a
 decentre, a wavelength) and derived values (``thin_eye_excess``, ``thin_power``, ICL radii) are stated
-exactly. References keep the true values.
+exactly. References of inference templates keep the true values.
 
 A solver that applies the reference computation to the stated values is then off by the propagated
 error. Each auto check with a numeric tolerance therefore gets an error budget: every noisy parameter is
@@ -21,11 +21,14 @@ graded against the larger of its registered tolerance and this
 budget; both are written beside the check in the private reference (``tolerance``,
 ``registered_tolerance``, ``noise_budget``).
 
-A check whose answer follows from exactly stated values and a few noisy ones names those in its reference
-(``noisy_inputs``, possibly empty): only they enter its budget. D06 states the moved ICL by its exact thin
-power, so its residual needs no budget and its PSF and Strehl ratio only the pupil's; a budget from the
-whole biometry would exceed the movement's own effect and pass any answer. Depths read on the scan that
-measured a noisy value (:data:`CO_MEASURED`) carry that value's error.
+Forward templates (:data:`FORWARD_TEMPLATES`: a trace, render or formula applied to what the package
+states) are built from the stated values themselves (:func:`forward`): their references are what the
+task asks for, computed from the inputs, graded with the registered tolerances and no budget (a budget
+through the whole biometry exceeded the effects they grade and passed any answer). The budgets below
+serve the inference templates (A05, group E). A check whose answer follows from exactly stated values
+and a few noisy ones names those in its reference (``noisy_inputs``, possibly empty): only they enter
+its budget. Depths read on the scan that measured a noisy value (:data:`CO_MEASURED`) carry that value's
+error.
 
 A choice (``accept``) that an instance rebuilt with one parameter at the end of its range makes
 differently is accepted too (``accepted_under_noise``): E04's best measurement can be a near tie that the
