@@ -106,8 +106,8 @@ def _claim(m: dict, name: str, value: Callable[[], object]) -> None:
         pass
 
 
-def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
-    """What each strategy claims to know."""
+def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray | None) -> dict:
+    """What each strategy claims to know (``img`` None: the strategy has no PSF of this case)."""
     m: dict = {}
     if strategy == "constant":
         return m
@@ -164,9 +164,10 @@ def metrics_for(strategy: str, task: dict, pkg: dict, img: np.ndarray) -> dict:
     oz = v("implant.optic_zone_diameter")
     _claim(m, "edge_annulus_fraction", lambda: ref.annulus_fraction(d, oz))
     _claim(m, "edge_halo_radii_arcmin", lambda: [k * r * 0.5e-3 * ref.RAD_TO_ARCMIN for r in (oz, d)])
-    _claim(m, "centroid_arcmin", lambda: ref.centroid_arcmin(img, axis) if img.sum() > 0 else [0.0, 0.0])
-    _claim(m, "psf_orientation_deg", lambda: ref.orientation_deg(img, axis) if img.sum() > 0 else 0.0)
-    _claim(m, "encircled_energy_1arcmin", lambda: ref.encircled(img, axis, 1.0))
+    if img is not None:
+        _claim(m, "centroid_arcmin", lambda: ref.centroid_arcmin(img, axis) if img.sum() > 0 else [0.0, 0.0])
+        _claim(m, "psf_orientation_deg", lambda: ref.orientation_deg(img, axis) if img.sum() > 0 else 0.0)
+        _claim(m, "encircled_energy_1arcmin", lambda: ref.encircled(img, axis, 1.0))
     if strategy == "ignores_hole":  # wave optics: diffraction quantities of the limiting aperture
         core = ref.limiting_aperture_mm(d, oz) if d is not None and oz is not None else d
         _claim(m, "first_dark_ring_arcmin", lambda: ref.airy_radius_arcmin(ref.AIRY_DARK[0], lam, core))
@@ -214,7 +215,9 @@ def run(strategy: str, input_dir: Path, output_dir: Path) -> int:
             pkg = load_package(idir / "cases" / case)
             try:
                 img, blocked = psf_for(strategy, pkg)
-            except (TypeError, ValueError):  # the package leaves a needed parameter unknown: no answer
+            except (TypeError, ValueError):  # the package leaves a needed parameter unknown: no PSF, but
+                # what the known parameters answer is still written (the instance is attempted)
+                write_json(out / case / "metrics.json", metrics_for(strategy, task, pkg, None))
                 continue
             axis = _grid(pkg)
             pitch = pkg["detector"]["pitch_arcsec"]["value"]
