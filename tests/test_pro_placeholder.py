@@ -101,3 +101,14 @@ def test_manifest_check_reads_the_frozen_submission_manifest(tmp_path):
     assert set(f063(out).values()) == {1.0}
     assert set(f063(harness_run("none", None)).values()) == {0.0}
     assert set(f063(harness_run("seedless", {"versions": {"submission": "1"}})).values()) == {0.0}
+
+
+def test_b01_refraction_with_the_icl_is_not_a_round_guess(tmp_path):
+    # A refraction of 0 (the placeholder's answer) passed B01.3 in 3 of 4 instances of a keyed release, the
+    # families' residual targets being 0, 0, -0.25 and +0.25 D; B01 now draws 0.15-0.6 D of either sign.
+    from icl.io import load_json
+
+    rel = tmp_path / "rel"
+    generate(rel, per_template=8, seed=23, progress=False, only=["B01"])
+    values = [load_json(p)["checks"]["B01.3"]["value"] for p in (rel / "private" / "references").glob("*.json")]
+    assert len(values) == 9 and all(0.15 - 1e-9 <= abs(v) <= 0.6 + 1e-9 for v in values), values
