@@ -253,6 +253,8 @@ def forward(rec: dict, e: dict, f: dict, build: Callable[[dict, dict], Any]) -> 
     from icl.pro import references as ref
     from icl.pro.generate import eye_surfaces, icl_surfaces
 
+    # Which values are noisy is read off a build from the truth: a value no case states (a task's own pupil)
+    # must keep its true value, or the reference would hang on a number the inputs hide.
     params = noisy_parameters(build(e, f).cases, e, f)
     e_s, f_s, record = dict(e), dict(f), {}
     for name, (fname, u) in params.items():

@@ -36,7 +36,8 @@ ROUND_OFF = 1e-9  # relative L1 below which two PSFs are one computation
 WIDE = 3.0
 # A second method or a rotation shows something only about a PSF that is right: the psf checks' tolerance.
 PSF_TOLERANCE = 0.02
-# Gate G5 audits an eye model: at least this many parameters, each with a source and a status.
+# Gate G5 audits an eye model: at least this many parameters, each with a source and a status. A package's
+# eye and implant state 15 and 13; a one-parameter model (the placeholder's) is nothing to audit.
 MIN_MODEL_PARAMETERS = 8
 
 
